@@ -1,0 +1,162 @@
+// Package devserver starts the real backing servers of the document library
+// on loopback: FerretDB (a MongoDB-compatible server, run from the binary
+// that tools/cmd/ferretdb builds), NATS with JetStream (embedded) and MinIO
+// (a child process from the pinned build). Tests use it through testkit;
+// `make dev` uses it through tools/cmd/devstack.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is a child process that is stopped with its parent.
+type Process struct {
+	Name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+// Start runs bin with args and env added to the current environment. Its
+// output goes to out (discarded when nil). The child is killed if this
+// process dies.
+func Start(name, bin string, args, env []string, out io.Writer) (*Process, error) {
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s: binary %s is missing (run `make tools`): %w", name, bin, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is the exit error, once Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// Stop sends SIGTERM, waits up to 10 s, then kills. It is safe to call twice.
+func (p *Process) Stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+}
+
+// WaitHTTP polls url until it answers 200, the process exits, or ctx ends.
+func WaitHTTP(ctx context.Context, p *Process, url string) error {
+	return waitFor(ctx, p, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// WaitTCP polls addr until it accepts a connection, the process exits, or ctx ends.
+func WaitTCP(ctx context.Context, p *Process, addr string) error {
+	return waitFor(ctx, p, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+}
+
+func waitFor(ctx context.Context, p *Process, ok func() bool) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not become ready: %w", p.Name, ctx.Err())
+		case <-p.Done():
+			return fmt.Errorf("%s exited before it was ready: %v", p.Name, p.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// FreeAddr returns a loopback address with a port nobody listens on now.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// CheckFree returns an error naming addr when something already listens there.
+func CheckFree(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s is already in use (stop what listens there, or choose another address)", addr)
+	}
+	return l.Close()
+}
+
+// BinDir is where the project's tool binaries live: $DOCLIB_BIN_DIR, or
+// .bin at the root of the repository (the folder holding go.work) found from
+// the working directory upwards.
+func BinDir() (string, error) {
+	if d := os.Getenv("DOCLIB_BIN_DIR"); d != "" {
+		return d, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return filepath.Join(dir, ".bin"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.work found above the working directory; set DOCLIB_BIN_DIR")
+		}
+		dir = parent
+	}
+}
+
+// Port returns the port of a host:port address.
+func Port(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}

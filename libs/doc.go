@@ -1,0 +1,5 @@
+// Package libs holds nothing itself; its sub-packages are what the document
+// library's services really share: configuration, logging, telemetry, HTTP
+// conventions, MongoDB and event plumbing, and the kit that starts real
+// backing servers for tests and `make dev`.
+package libs

@@ -1,0 +1,126 @@
+// Package httpx holds the HTTP conventions every service of the document
+// library follows: the Gin engine set-up, problem+json errors, request ids,
+// access logs, JSON body binding, health routes, and serving with a graceful
+// shutdown.
+package httpx
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+
+	"github.com/doclib/libs/problem"
+)
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// RequestIDHeader carries the id of a request across services and into logs.
+const RequestIDHeader = "X-Request-ID"
+
+// NewEngine returns a Gin engine with the middleware every service uses:
+// request id, panic recovery into a 500 problem, OpenTelemetry spans (health
+// routes left out), an access log, and problem answers for unknown routes
+// (404) and known routes with another method (405 with Allow).
+func NewEngine(service string, log *slog.Logger) *gin.Engine {
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true // c.Done/c.Value follow the request's context
+	e.RemoveExtraSlash = false
+	e.Use(requestID(), recovery(log), otelgin.Middleware(service, otelgin.WithGinFilter(notProbe)), accessLog(log))
+	e.NoRoute(func(c *gin.Context) { Fail(c, problem.NotFound("no route "+c.Request.URL.Path)) })
+	e.NoMethod(func(c *gin.Context) {
+		Fail(c, problem.New(http.StatusMethodNotAllowed, "method_not_allowed",
+			"method "+c.Request.Method+" is not allowed here; allowed: "+c.Writer.Header().Get("Allow")))
+	})
+	return e
+}
+
+func notProbe(c *gin.Context) bool {
+	p := c.Request.URL.Path
+	return p != "/healthz" && p != "/readyz"
+}
+
+// Fail answers c with p and stops the handler chain.
+func Fail(c *gin.Context, p *problem.Problem) {
+	_ = c.Error(p) // recorded for the access log and the span status
+	problem.Write(c.Writer, p)
+	c.Abort()
+}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// requestID keeps a well-formed inbound X-Request-ID, or makes one, and
+// echoes it on the response.
+func requestID() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader(RequestIDHeader)
+		if !validRequestID.MatchString(id) {
+			id = NewRequestID()
+			c.Request.Header.Set(RequestIDHeader, id)
+		}
+		c.Header(RequestIDHeader, id)
+		c.Next()
+	}
+}
+
+// NewRequestID returns a random 128-bit id in hex.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recovery turns a panic into a 500 problem. http.ErrAbortHandler (a client
+// gone mid-stream, raised by httputil.ReverseProxy) is re-raised, as
+// net/http expects, so nothing is written on a dead connection.
+func recovery(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			log.ErrorContext(c, "panic", "panic", v, "path", c.FullPath())
+			if !c.Writer.Written() {
+				Fail(c, problem.Internal("the server failed to handle this request"))
+			}
+			c.Abort()
+		}()
+		c.Next()
+	}
+}
+
+func accessLog(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		if !notProbe(c) {
+			return
+		}
+		status := c.Writer.Status()
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		attrs := []any{
+			"method", c.Request.Method, "route", c.FullPath(), "path", c.Request.URL.Path,
+			"status", status, "bytes", c.Writer.Size(), "duration_ms", time.Since(start).Milliseconds(),
+			"request_id", c.Writer.Header().Get(RequestIDHeader),
+		}
+		if len(c.Errors) > 0 {
+			attrs = append(attrs, "error", strings.Join(c.Errors.Errors(), "; "))
+		}
+		log.Log(c, level, "request", attrs...)
+	}
+}

@@ -1,0 +1,178 @@
+// Package mongox connects a service to MongoDB (or a wire-compatible server
+// such as FerretDB) with bounded timeouts and OpenTelemetry client spans, and
+// classifies driver errors.
+package mongox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Connect opens a client for uri. A dependency that is down makes calls fail
+// within a few seconds (server selection 5s, each operation 10s at most)
+// instead of hanging. The connection itself is lazy: use Ping for readiness.
+func Connect(uri string) (*mongo.Client, error) {
+	opts := options.Client().ApplyURI(uri).
+		SetAppName("doclib").
+		SetConnectTimeout(5 * time.Second).
+		SetServerSelectionTimeout(5 * time.Second).
+		SetTimeout(10 * time.Second).
+		SetMonitor(newTracer())
+	c, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, fmt.Errorf("mongodb client: %w", err)
+	}
+	return c, nil
+}
+
+// Ping is a readiness check for c.
+func Ping(c *mongo.Client) func(context.Context) error {
+	return func(ctx context.Context) error { return c.Ping(ctx, readpref.Primary()) }
+}
+
+// IsDuplicateKey reports whether err is a unique-index violation. FerretDB
+// v1 (SQLite) reports one raised by an update or findAndModify as an
+// InternalError whose message carries SQLite's "UNIQUE constraint failed";
+// inserts get the usual code 11000.
+func IsDuplicateKey(err error) bool {
+	if mongo.IsDuplicateKeyError(err) {
+		return true
+	}
+	var se mongo.ServerError
+	return errors.As(err, &se) && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// IsUnavailable reports whether err means the database could not be reached
+// in time, as opposed to a bug or a refused command: such errors are
+// answered 503.
+func IsUnavailable(err error) bool {
+	var sel topology.ServerSelectionError
+	return mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.As(err, &sel) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, mongo.ErrClientDisconnected)
+}
+
+// tracer turns command events into client spans. The command body is never
+// recorded: it holds user data.
+type tracer struct {
+	t     trace.Tracer
+	spans sync.Map // request id -> trace.Span
+}
+
+func newTracer() *event.CommandMonitor {
+	tr := &tracer{t: otel.Tracer("github.com/doclib/libs/mongox")}
+	return &event.CommandMonitor{Started: tr.started, Succeeded: tr.succeeded, Failed: tr.failed}
+}
+
+func (tr *tracer) started(ctx context.Context, e *event.CommandStartedEvent) {
+	if !trace.SpanFromContext(ctx).SpanContext().IsValid() {
+		return // only commands made on behalf of a traced request
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("db.system.name", "mongodb"),
+		attribute.String("db.namespace", e.DatabaseName),
+		attribute.String("db.operation.name", e.CommandName),
+		attribute.String("server.address", strings.Split(e.ConnectionID, "[")[0]),
+	}
+	name := e.CommandName
+	if coll, ok := e.Command.Lookup(e.CommandName).StringValueOK(); ok {
+		attrs = append(attrs, attribute.String("db.collection.name", coll))
+		name += " " + coll
+	}
+	_, span := tr.t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	tr.spans.Store(e.RequestID, span)
+}
+
+func (tr *tracer) succeeded(_ context.Context, e *event.CommandSucceededEvent) {
+	if s, ok := tr.spans.LoadAndDelete(e.RequestID); ok {
+		s.(trace.Span).End()
+	}
+}
+
+func (tr *tracer) failed(_ context.Context, e *event.CommandFailedEvent) {
+	if s, ok := tr.spans.LoadAndDelete(e.RequestID); ok {
+		span := s.(trace.Span)
+		span.SetStatus(codes.Error, e.Failure.Error())
+		span.End()
+	}
+}
+
+// Index returns an index model with an explicit name. Each model gets its
+// own options: the v2 driver writes the generated name into a shared
+// options builder, so reusing one across models makes their names collide.
+func Index(name string, unique bool, keys ...string) mongo.IndexModel {
+	d := bson.D{}
+	for _, k := range keys {
+		d = append(d, bson.E{Key: k, Value: 1})
+	}
+	return mongo.IndexModel{Keys: d, Options: options.Index().SetName(name).SetUnique(unique)}
+}
+
+// EnsureIndexes creates the indexes of coll that do not exist yet, by name.
+// It is idempotent and safe when several replicas start together. It lists
+// before creating because FerretDB v1 panics on a createIndexes naming
+// indexes that already exist.
+func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
+	have, err := indexNames(ctx, coll)
+	if err != nil {
+		return fmt.Errorf("list indexes of %s: %w", coll.Name(), err)
+	}
+	for _, m := range models {
+		name := indexName(m)
+		if have[name] {
+			continue
+		}
+		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
+			// Another replica may have created it meanwhile.
+			if now, lerr := indexNames(ctx, coll); lerr == nil && now[name] {
+				continue
+			}
+			return fmt.Errorf("create index %s on %s: %w", name, coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+func indexNames(ctx context.Context, coll *mongo.Collection) (map[string]bool, error) {
+	cur, err := coll.Indexes().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var specs []struct {
+		Name string `bson:"name"`
+	}
+	if err := cur.All(ctx, &specs); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		out[s.Name] = true
+	}
+	return out, nil
+}
+
+func indexName(m mongo.IndexModel) string {
+	var o options.IndexOptions
+	for _, set := range m.Options.List() {
+		_ = set(&o)
+	}
+	if o.Name != nil {
+		return *o.Name
+	}
+	return ""
+}

@@ -1,0 +1,197 @@
+// Package testkit starts real backing servers for tests: one FerretDB and
+// one MinIO per test binary, shared by its tests, each test with a fresh
+// database or bucket of its own; and a fresh NATS server per test. Use Main
+// from TestMain so the shared servers stop with the tests.
+package testkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/doclib/libs/devserver"
+	"github.com/doclib/libs/mongox"
+)
+
+type shared struct {
+	once sync.Once
+	proc *devserver.Process
+	dir  string
+	err  error
+}
+
+var (
+	ferret shared
+	ferURI string
+	mc     *mongo.Client
+
+	minio    shared
+	minioCfg devserver.MinIOCredentials
+)
+
+// Main runs the tests of a package and stops the shared servers after them.
+func Main(m *testing.M) {
+	code := m.Run()
+	for _, s := range []*shared{&ferret, &minio} {
+		if s.proc != nil {
+			s.proc.Stop()
+		}
+		if s.dir != "" {
+			_ = os.RemoveAll(s.dir)
+		}
+	}
+	os.Exit(code)
+}
+
+func (s *shared) start(name string, run func(dir string) (*devserver.Process, error)) error {
+	s.once.Do(func() {
+		s.dir, s.err = os.MkdirTemp("", "doclib-"+name+"-")
+		if s.err == nil {
+			s.proc, s.err = run(s.dir)
+		}
+	})
+	return s.err
+}
+
+// MongoURI returns the URI of this test binary's FerretDB, starting it the
+// first time. Set TEST_MONGODB_URI to use another server (a real MongoDB).
+func MongoURI(t testing.TB) string {
+	t.Helper()
+	if uri := os.Getenv("TEST_MONGODB_URI"); uri != "" {
+		return uri
+	}
+	err := ferret.start("ferretdb", func(dir string) (*devserver.Process, error) {
+		bin, err := devserver.BinDir()
+		if err != nil {
+			return nil, err
+		}
+		addr, err := devserver.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		p, uri, err := devserver.FerretDB(context.Background(), bin, addr, dir, serverOutput())
+		ferURI = uri
+		return p, err
+	})
+	if err != nil {
+		t.Fatalf("testkit: start FerretDB: %v", err)
+	}
+	return ferURI
+}
+
+// Mongo returns a fresh, empty database on the shared server, dropped when
+// the test ends.
+func Mongo(t testing.TB) *mongo.Database {
+	t.Helper()
+	uri := MongoURI(t)
+	c, err := mongox.Connect(uri)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	db := c.Database(UniqueName(t))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = db.Drop(ctx)
+		_ = c.Disconnect(ctx)
+	})
+	return db
+}
+
+// UniqueName returns a short name for t's resources (databases, buckets,
+// streams): lower-case letters and digits, unique per call.
+func UniqueName(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	base := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, t.Name())
+	if len(base) > 30 {
+		base = base[len(base)-30:]
+	}
+	return "t" + base + hex.EncodeToString(b[:])
+}
+
+// NATS starts a fresh NATS server with JetStream for t and returns it; it
+// stops when the test ends. Tests may Shutdown it and start another on the
+// same address with NATSAt to simulate an outage.
+func NATS(t testing.TB) *server.Server {
+	t.Helper()
+	addr, err := devserver.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NATSAt(t, addr, t.TempDir())
+}
+
+// NATSAt starts a NATS server on addr with its store in dir.
+func NATSAt(t testing.TB, addr, dir string) *server.Server {
+	t.Helper()
+	s, err := devserver.NATS(addr, dir)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// MinIO returns the endpoint and credentials of this test binary's MinIO,
+// starting it the first time (from the pinned build in .bin).
+func MinIO(t testing.TB) devserver.MinIOCredentials {
+	t.Helper()
+	err := minio.start("minio", func(dir string) (*devserver.Process, error) {
+		bin, err := devserver.BinDir()
+		if err != nil {
+			return nil, err
+		}
+		addr, err := devserver.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		console, err := devserver.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		minioCfg = devserver.MinIOCredentials{Endpoint: addr, AccessKey: "testkit", SecretKey: "testkit-secret"}
+		return devserver.MinIO(context.Background(), bin, addr, console, dir, minioCfg, serverOutput())
+	})
+	if err != nil {
+		t.Fatalf("testkit: start MinIO: %v", err)
+	}
+	return minioCfg
+}
+
+// serverOutput is where shared servers log: nowhere, unless
+// TESTKIT_VERBOSE is set.
+func serverOutput() io.Writer {
+	if os.Getenv("TESTKIT_VERBOSE") != "" {
+		return os.Stderr
+	}
+	return nil
+}
+
+// Must fails t on err; for set-up steps.
+func Must(t testing.TB, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
