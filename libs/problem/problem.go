@@ -34,7 +34,19 @@ type Problem struct {
 
 // New returns a problem with the given status, code and detail.
 func New(status int, code, detail string) *Problem {
-	return &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+	return &Problem{Type: "about:blank", Title: Title(status), Status: status, Code: code, Detail: detail}
+}
+
+// Title is the RFC 9110 reason phrase of status (net/http still uses the
+// older names for 413 and 422).
+func Title(status int) string {
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		return "Content Too Large"
+	case http.StatusUnprocessableEntity:
+		return "Unprocessable Content"
+	}
+	return http.StatusText(status)
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }

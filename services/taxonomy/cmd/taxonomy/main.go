@@ -1,0 +1,102 @@
+// Command taxonomy serves tag categories and tags: the public listing, the
+// back-office writes, and the internal lookup the catalog checks references
+// with.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/services/taxonomy/internal/httpapi"
+	"github.com/doclib/services/taxonomy/internal/tag"
+	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
+)
+
+const service = "taxonomy"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, service+":", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	server   httpx.ServerConfig
+	logLevel string
+	mongoURI string
+	database string
+}
+
+func load(env *config.Env) (settings, error) {
+	s := settings{
+		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
+			Addr: ":8081", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		}),
+		logLevel: env.String("LOG_LEVEL", "info"),
+		mongoURI: env.Required("MONGODB_URI"),
+		database: env.String("MONGODB_DATABASE", "taxonomy"),
+	}
+	return s, env.Err()
+}
+
+func run(ctx context.Context) error {
+	env := config.FromEnviron()
+	cfg, err := load(env)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	shutdownTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer flush(log, shutdownTelemetry)
+
+	client, err := mongox.Connect(cfg.mongoURI)
+	if err != nil {
+		return err
+	}
+	defer disconnect(log, client.Disconnect)
+	store := mongostore.New(client.Database(cfg.database))
+	if err := store.EnsureIndexes(ctx); err != nil {
+		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
+	}
+
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client)})
+	engine := httpx.NewEngine(service, log)
+	health.Register(engine)
+	httpapi.New(tag.NewService(store), nil).Register(engine)
+
+	return httpx.Serve(ctx, log, cfg.server, engine, health)
+}
+
+func flush(log *slog.Logger, shutdown func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Warn("telemetry flush", "error", err)
+	}
+}
+
+func disconnect(log *slog.Logger, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		log.Warn("mongodb disconnect", "error", err)
+	}
+}

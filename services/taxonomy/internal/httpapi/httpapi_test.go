@@ -1,0 +1,247 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/taxonomy/internal/httpapi"
+	"github.com/doclib/services/taxonomy/internal/tag"
+	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+type api struct {
+	t       *testing.T
+	h       http.Handler
+	deleted int
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	t.Parallel()
+	store := mongostore.New(testkit.Mongo(t))
+	testkit.Must(t, store.EnsureIndexes(t.Context()), "indexes")
+	a := &api{t: t}
+	e := httpx.NewEngine("taxonomy", slog.New(slog.DiscardHandler))
+	httpapi.New(tag.NewService(store), func() { a.deleted++ }).Register(e)
+	a.h = e
+	return a
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.body), v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", r.body, err)
+	}
+}
+
+func (a *api) do(method, path, body string) response {
+	a.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	return response{rec.Code, rec.Header(), rec.Body.String()}
+}
+
+func (a *api) must(method, path, body string, want int) response {
+	a.t.Helper()
+	r := a.do(method, path, body)
+	if r.status != want {
+		a.t.Fatalf("%s %s %s: status %d, want %d; body %s", method, path, body, r.status, want, r.body)
+	}
+	return r
+}
+
+type problemBody struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Errors []struct {
+		Field, Message string
+	} `json:"errors"`
+}
+
+func fields(t *testing.T, r response) []string {
+	t.Helper()
+	var p problemBody
+	r.json(t, &p)
+	var out []string
+	for _, e := range p.Errors {
+		out = append(out, e.Field)
+	}
+	return out
+}
+
+func TestCreateAndList(t *testing.T) {
+	a := newAPI(t)
+	r := a.must("POST", "/bo/tags-categories", `{"id":"health","name":"  Santé "}`, 201)
+	if loc := r.header.Get("Location"); loc != "/bo/tags-categories/health" {
+		t.Errorf("Location = %q", loc)
+	}
+	var created map[string]any
+	r.json(t, &created)
+	if created["name"] != "Santé" || created["tags"] == nil {
+		t.Errorf("created = %v, want trimmed name and tags []", created)
+	}
+	for _, k := range []string{"createdAt", "updatedAt"} {
+		s, _ := created[k].(string)
+		if len(s) != len("2026-11-22T10:15:30.123Z") || !strings.HasSuffix(s, "Z") {
+			t.Errorf("%s = %q, want RFC 3339 UTC with milliseconds", k, s)
+		}
+	}
+	a.must("POST", "/bo/tags-categories", `{"id":"audience","name":"Public"}`, 201)
+	r = a.must("POST", "/bo/tags", `{"id":"vax","name":"Vaccins","categoryId":"health"}`, 201)
+	if loc := r.header.Get("Location"); loc != "/bo/tags/vax" {
+		t.Errorf("Location = %q", loc)
+	}
+
+	r = a.must("GET", "/public/tags-categories", "", 200)
+	want := `[{"id":"health","name":"Santé","tags":[{"id":"vax","name":"Vaccins","categoryId":"health"}]},{"id":"audience","name":"Public","tags":[]}]`
+	if r.body != want {
+		t.Errorf("public listing\n got %s\nwant %s", r.body, want)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	var admin []map[string]any
+	a.must("GET", "/bo/tags-categories", "", 200).json(t, &admin)
+	tags := admin[0]["tags"].([]any)
+	if _, ok := tags[0].(map[string]any)["createdAt"]; !ok || admin[0]["createdAt"] == nil {
+		t.Errorf("admin listing lacks timestamps: %v", admin)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	a := newAPI(t)
+	a.must("POST", "/bo/tags-categories", `{"id":"c1","name":"One"}`, 201)
+	long := strings.Repeat("x", 101)
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+		fields                   []string
+	}{
+		{"malformed JSON", "POST", "/bo/tags-categories", `{"id":`, 400, "bad_request", nil},
+		{"wrong types, all named", "POST", "/bo/tags", `{"id":1,"name":true,"categoryId":"c1"}`, 400, "bad_request", []string{"id", "name"}},
+		{"not an object", "POST", "/bo/tags", `[1]`, 400, "bad_request", nil},
+		{"every field at once", "POST", "/bo/tags", `{"id":"-bad","name":"` + long + `","categoryId":"nope"}`, 422, "validation_failed", []string{"id", "name", "categoryId"}},
+		{"missing fields", "POST", "/bo/tags-categories", `{}`, 422, "validation_failed", []string{"id", "name"}},
+		{"blank name", "POST", "/bo/tags-categories", `{"id":"c2","name":"   "}`, 422, "validation_failed", []string{"name"}},
+		{"id too long", "POST", "/bo/tags-categories", `{"id":"` + strings.Repeat("a", 65) + `","name":"x"}`, 422, "validation_failed", []string{"id"}},
+		{"duplicate id", "POST", "/bo/tags-categories", `{"id":"c1","name":"Other"}`, 409, "conflict", []string{"id"}},
+		{"duplicate name any case", "POST", "/bo/tags-categories", `{"id":"c2","name":"ONE"}`, 409, "conflict", []string{"name"}},
+		{"rename unknown", "PATCH", "/bo/tags-categories/nope", `{"name":"x"}`, 404, "not_found", nil},
+		{"rename with bad name", "PATCH", "/bo/tags-categories/c1", `{"name":""}`, 422, "validation_failed", []string{"name"}},
+		{"delete unknown category", "DELETE", "/bo/tags-categories/nope", "", 404, "not_found", nil},
+		{"delete unknown tag", "DELETE", "/bo/tags/nope", "", 404, "not_found", nil},
+		{"patch unknown tag", "PATCH", "/bo/tags/nope", `{"name":"x"}`, 404, "not_found", nil},
+		{"unknown route", "GET", "/bo/nothing", "", 404, "not_found", nil},
+		{"wrong method", "PUT", "/bo/tags/x", "", 405, "method_not_allowed", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := a.do(tt.method, tt.path, tt.body)
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d; body %s", r.status, tt.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type = %q, want application/problem+json", ct)
+			}
+			var p problemBody
+			r.json(t, &p)
+			if p.Code != tt.code || p.Status != tt.status {
+				t.Errorf("problem = %+v, want code %s", p, tt.code)
+			}
+			if got := strings.Join(fields(t, r), ","); tt.fields != nil && got != strings.Join(tt.fields, ",") {
+				t.Errorf("failing fields = %s, want %s", got, strings.Join(tt.fields, ","))
+			}
+		})
+	}
+	// Nothing was changed by the bad requests.
+	if r := a.must("GET", "/public/tags-categories", "", 200); r.body != `[{"id":"c1","name":"One","tags":[]}]` {
+		t.Errorf("after bad input the listing is %s", r.body)
+	}
+}
+
+func TestContentTypeAndSize(t *testing.T) {
+	a := newAPI(t)
+	req := httptest.NewRequest("POST", "/bo/tags-categories", strings.NewReader(`{"id":"a","name":"b"}`))
+	req.Header.Set("Content-Type", "text/plain")
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	if rec.Code != 415 {
+		t.Errorf("text/plain: status %d, want 415", rec.Code)
+	}
+	big := `{"id":"a","name":"` + strings.Repeat("x", httpx.MaxJSONBody) + `"}`
+	if r := a.do("POST", "/bo/tags-categories", big); r.status != 413 {
+		t.Errorf("over 2 MiB: status %d, want 413", r.status)
+	}
+}
+
+func TestRenameAndDelete(t *testing.T) {
+	a := newAPI(t)
+	a.must("POST", "/bo/tags-categories", `{"id":"c1","name":"One"}`, 201)
+	a.must("POST", "/bo/tags", `{"id":"t1","name":"A","categoryId":"c1"}`, 201)
+	a.must("POST", "/bo/tags", `{"id":"t2","name":"B","categoryId":"c1"}`, 201)
+
+	var c map[string]any
+	a.must("PATCH", "/bo/tags-categories/c1", `{"name":"Uno","ignored":true}`, 200).json(t, &c)
+	if c["name"] != "Uno" || len(c["tags"].([]any)) != 2 {
+		t.Errorf("renamed category = %v", c)
+	}
+	var tg map[string]any
+	a.must("PATCH", "/bo/tags/t1", `{"name":"Alpha"}`, 200).json(t, &tg)
+	if tg["name"] != "Alpha" || tg["categoryId"] != "c1" {
+		t.Errorf("renamed tag = %v", tg)
+	}
+	if r := a.do("PATCH", "/bo/tags/t2", `{"name":"alpha"}`); r.status != 409 {
+		t.Errorf("tag rename onto a sibling's name: %d, want 409", r.status)
+	}
+
+	a.must("DELETE", "/bo/tags/t2", "", 204)
+	a.must("DELETE", "/bo/tags-categories/c1", "", 204)
+	if a.deleted != 2 {
+		t.Errorf("deletion hook ran %d times, want 2", a.deleted)
+	}
+	if r := a.must("GET", "/public/tags-categories", "", 200); r.body != "[]" {
+		t.Errorf("listing after delete = %s, want []", r.body)
+	}
+	if r := a.must("GET", "/internal/tags?ids=t1,t2", "", 200); r.body != "[]" {
+		t.Errorf("tags of a deleted category still found: %s", r.body)
+	}
+	a.must("PATCH", "/bo/tags/t1", `{"name":"x"}`, 404)
+	// The id is free again at once.
+	a.must("POST", "/bo/tags-categories", `{"id":"c1","name":"One"}`, 201)
+}
+
+func TestInternalLookup(t *testing.T) {
+	a := newAPI(t)
+	a.must("POST", "/bo/tags-categories", `{"id":"c1","name":"One"}`, 201)
+	a.must("POST", "/bo/tags", `{"id":"t1","name":"A","categoryId":"c1"}`, 201)
+	r := a.must("GET", "/internal/tags?ids=t1,unknown,-bad&ids=t1", "", 200)
+	if r.body != `[{"id":"t1","name":"A","categoryId":"c1"}]` {
+		t.Errorf("lookup = %s", r.body)
+	}
+	many := strings.TrimSuffix(strings.Repeat("x,", httpapi.MaxLookupIDs+1), ",")
+	a.must("GET", "/internal/tags?ids="+many, "", 400)
+}
