@@ -41,7 +41,7 @@ func CommonProblem(err error, database string) *problem.Problem {
 		}
 		return problem.Validation("the request has invalid fields", fields)
 	case mongox.IsUnavailable(err):
-		return problem.Unavailable("the " + database + " is unavailable; try again shortly").With("Retry-After", "5")
+		return problem.Unavailable("the "+database+" is unavailable; try again shortly").With("Retry-After", "5")
 	default:
 		return problem.Internal("the request could not be completed because of an internal error")
 	}

@@ -37,7 +37,7 @@ func run(ctx context.Context, addr, dir string) error {
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + dir + "/",
 		// Warn logs every error reply (each 404 lookup, each duplicate key).
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
 		return err
