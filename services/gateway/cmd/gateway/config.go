@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/services/gateway/internal/route"
+)
+
+// Config is every setting of the gateway, read once from the environment.
+type Config struct {
+	Server    httpx.ServerConfig
+	LogLevel  string
+	Upstreams map[route.Upstream]*url.URL
+
+	// BOTokens are the static API tokens of the back-office (secret).
+	BOTokens     []string
+	OIDCIssuer   string
+	OIDCAudience string
+
+	MaxUploadSize   int64
+	PublicRateLimit int64 // requests per second per client IP; 0 disables
+	UpstreamTimeout time.Duration
+	TrustedProxies  []string
+}
+
+// loadConfig reads the gateway's settings; env.Err reports every invalid one.
+func loadConfig(env *config.Env) Config {
+	c := Config{
+		// Uploads and downloads of up to 100 MiB stream through the gateway,
+		// so whole-request and whole-response timeouts are long; headers
+		// (10s, set by httpx) and idle connections stay short.
+		Server: httpx.LoadServerConfig(env, httpx.ServerConfig{
+			Addr:        ":8080",
+			ReadTimeout: 30 * time.Minute, WriteTimeout: 30 * time.Minute,
+			IdleTimeout: 60 * time.Second, DrainDelay: 5 * time.Second,
+		}),
+		LogLevel: env.String("LOG_LEVEL", "info"),
+		Upstreams: map[route.Upstream]*url.URL{
+			route.Taxonomy: env.URL("TAXONOMY_URL", ""),
+			route.Catalog:  env.URL("CATALOG_URL", ""),
+			route.Media:    env.URL("MEDIA_URL", ""),
+		},
+		BOTokens:        env.Secrets("BO_API_TOKENS"),
+		OIDCIssuer:      env.String("OIDC_ISSUER_URL", ""),
+		OIDCAudience:    env.String("OIDC_AUDIENCE", ""),
+		MaxUploadSize:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
+		PublicRateLimit: env.Int("PUBLIC_RATE_LIMIT", 100, 0, 1_000_000),
+		UpstreamTimeout: env.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
+		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
+	}
+	if c.UpstreamTimeout == 0 {
+		env.Check("UPSTREAM_TIMEOUT", errors.New("must be more than 0"))
+	}
+	if len(c.BOTokens) == 0 && c.OIDCIssuer == "" {
+		env.Check("BO_API_TOKENS", errors.New("is required unless OIDC_ISSUER_URL is set: /bo must have a way to authenticate"))
+	}
+	if c.OIDCIssuer != "" {
+		if u, err := url.Parse(c.OIDCIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			env.Check("OIDC_ISSUER_URL", errors.New("is not an absolute http(s) URL"))
+		}
+		if c.OIDCAudience == "" {
+			env.Check("OIDC_AUDIENCE", errors.New("is required when OIDC_ISSUER_URL is set"))
+		}
+	}
+	for _, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				env.Check("TRUSTED_PROXIES", errors.New(strings.TrimSpace(p)+" is neither an IP nor a CIDR"))
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,96 @@
+// Command gateway is the document library's edge: it serves /public/** and
+// /bo/** by forwarding each route of the contract to the service that owns
+// it, and is the one place that authenticates /bo.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/httpapi"
+	"github.com/doclib/services/gateway/internal/proxy"
+	"github.com/doclib/services/gateway/internal/ratelimit"
+	"github.com/doclib/services/gateway/internal/route"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) (err error) {
+	env := config.FromEnviron()
+	cfg := loadConfig(env)
+	log := logging.New(os.Stderr, "gateway", cfg.LogLevel)
+	if err := env.Err(); err != nil {
+		return err
+	}
+	log.Info("configuration", env.Attrs()...)
+
+	shutdownTelemetry, err := telemetry.Setup(ctx, "gateway")
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, shutdownTelemetry(sctx))
+	}()
+
+	var verifiers []auth.Verifier
+	if len(cfg.BOTokens) > 0 {
+		verifiers = append(verifiers, auth.NewStatic(cfg.BOTokens))
+	}
+	if cfg.OIDCIssuer != "" {
+		o, err := auth.NewOIDC(ctx, cfg.OIDCIssuer, cfg.OIDCAudience)
+		if err != nil {
+			return err
+		}
+		verifiers = append(verifiers, o)
+	}
+	authenticate, err := auth.Middleware(verifiers...)
+	if err != nil {
+		return err
+	}
+
+	transport := proxy.NewTransport(cfg.UpstreamTimeout)
+	checkClient := proxy.NewCheckClient()
+	upstreams := map[route.Upstream]http.Handler{}
+	checks := map[string]httpx.Check{}
+	for name, u := range cfg.Upstreams {
+		upstreams[name] = proxy.New(string(name), u, transport, log)
+		checks[string(name)] = proxy.ReadyCheck(checkClient, u)
+	}
+	health := httpx.NewHealth(checks)
+
+	var limiter *ratelimit.Limiter
+	if cfg.PublicRateLimit > 0 {
+		rps := float64(cfg.PublicRateLimit)
+		limiter = ratelimit.New(rps, int(2*cfg.PublicRateLimit), ratelimit.DefaultMaxClients)
+	}
+
+	engine, err := httpapi.New(httpapi.Deps{
+		Log: log, Upstreams: upstreams, Auth: authenticate, Limiter: limiter,
+		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies,
+	})
+	if err != nil {
+		return err
+	}
+	return httpx.Serve(ctx, log, cfg.Server, engine, health)
+}

@@ -1,0 +1,187 @@
+// Package proxy owns how the gateway talks to the services behind it: the
+// streaming reverse proxy, the shared transport, the request-body limits
+// enforced while streaming, the mapping of transport failures to problem
+// answers, and the readiness checks of the upstreams.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/problem"
+)
+
+// StatusClientClosedRequest is logged when the client went away before the
+// upstream answered (nginx's convention); nobody receives it.
+const StatusClientClosedRequest = 499
+
+// NewTransport returns the transport shared by every proxy: short dial
+// timeout, at most headerTimeout to wait for an upstream's response
+// headers once the request is sent (an upload's duration does not count),
+// no transparent compression (Range, ETag and Content-Length pass
+// untouched), and OpenTelemetry client spans with trace-context
+// propagation. Environment proxies are ignored: upstreams are internal.
+func NewTransport(headerTimeout time.Duration) http.RoundTripper {
+	return otelhttp.NewTransport(newBaseTransport(headerTimeout))
+}
+
+func newBaseTransport(headerTimeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           dialer.DialContext,
+		MaxIdleConns:          128,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: headerTimeout,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     true,
+	}
+}
+
+// New returns a streaming reverse proxy to the service name at target. The
+// path and query are forwarded unchanged, X-Forwarded-* are set from the
+// client connection, X-Request-ID is kept so the upstream logs the same id,
+// and the Authorization header is never forwarded: the gateway is the one
+// place that authenticates.
+func New(name string, target *url.URL, transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+	log = log.With("upstream", name)
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.SetXForwarded()
+			r.Out.Header.Del("Authorization")
+			r.Out.Header.Del("Proxy-Authorization")
+		},
+		Transport: transport,
+		ModifyResponse: func(res *http.Response) error {
+			// The gateway sets these on every response itself; copying the
+			// upstream's would repeat them.
+			res.Header.Del(httpx.RequestIDHeader)
+			res.Header.Del("X-Content-Type-Options")
+			return nil
+		},
+		ErrorHandler: errorHandler(name, log),
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+func errorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		if g, ok := r.Context().Value(guardKey{}).(*guard); ok && g.tripped.Load() {
+			problem.Write(w, problem.TooLarge(g.detail))
+			return
+		}
+		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+			log.DebugContext(r.Context(), "client went away before the upstream answered", "path", r.URL.Path)
+			w.WriteHeader(StatusClientClosedRequest)
+			return
+		}
+		p := Problem(name, err)
+		log.WarnContext(r.Context(), "upstream request failed", "path", r.URL.Path, "status", p.Status, "error", err.Error())
+		problem.Write(w, p)
+	}
+}
+
+// Problem maps a transport failure talking to the service name: 502 when it
+// cannot be reached (refused, unknown host, dial timeout), 504 when it did
+// not answer in time, 503 for any other failure (the connection broke, the
+// answer was not HTTP). The detail names the service, never the error.
+func Problem(name string, err error) *problem.Problem {
+	var opErr *net.OpError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return problem.New(http.StatusBadGateway, "bad_gateway", "the "+name+" service could not be reached").
+			With("Retry-After", "5")
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+		return problem.New(http.StatusGatewayTimeout, "upstream_timeout", "the "+name+" service did not answer in time")
+	default:
+		return problem.Unavailable("the "+name+" service is unavailable").With("Retry-After", "5")
+	}
+}
+
+// guard records that a request body went over its limit, so the error
+// handler answers 413 rather than a gateway error.
+type guard struct {
+	tripped atomic.Bool
+	detail  string
+}
+
+type guardKey struct{}
+
+type guardedBody struct {
+	io.ReadCloser
+	g *guard
+}
+
+func (b guardedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var tooBig *http.MaxBytesError
+	if err != nil && errors.As(err, &tooBig) {
+		b.g.tripped.Store(true)
+	}
+	return n, err
+}
+
+// LimitBody caps r's body at limit bytes while it streams to the upstream.
+// It returns nil when the declared Content-Length is already over, for the
+// caller to answer 413 without contacting the upstream; detail is the 413
+// problem's detail.
+func LimitBody(w http.ResponseWriter, r *http.Request, limit int64, detail string) *http.Request {
+	if r.ContentLength > limit {
+		return nil
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	g := &guard{detail: detail}
+	r = r.WithContext(context.WithValue(r.Context(), guardKey{}, g))
+	r.Body = guardedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), g: g}
+	return r
+}
+
+// ReadyCheck returns a readiness check asking the upstream at base for its
+// /readyz. Its errors are short, fixed words: they are shown on the
+// gateway's own /readyz.
+func ReadyCheck(client *http.Client, base *url.URL) httpx.Check {
+	u := base.JoinPath("/readyz").String()
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return errors.New("misconfigured")
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return errors.New("no answer in time")
+			}
+			return errors.New("unreachable")
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("not ready (%d)", res.StatusCode)
+		}
+		return nil
+	}
+}
+
+// NewCheckClient returns the client readiness checks use: not traced (probes
+// are kept out of traces), with a short overall timeout.
+func NewCheckClient() *http.Client {
+	return &http.Client{Transport: newBaseTransport(time.Second), Timeout: 2 * time.Second}
+}

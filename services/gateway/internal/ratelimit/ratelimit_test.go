@@ -1,0 +1,64 @@
+package ratelimit
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAllow(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 0)
+	l := New(1, 2, 10)
+	l.now = func() time.Time { return now }
+
+	for i := range 2 {
+		if ok, _ := l.Allow("a"); !ok {
+			t.Fatalf("request %d within the burst was refused", i+1)
+		}
+	}
+	ok, retry := l.Allow("a")
+	if ok {
+		t.Fatal("third request at once was allowed; want refused after a burst of 2")
+	}
+	if retry <= 0 || retry > time.Second {
+		t.Errorf("retryAfter = %v, want in (0, 1s]", retry)
+	}
+	if ok, _ := l.Allow("b"); !ok {
+		t.Error("another client was refused: buckets must be per key")
+	}
+	now = now.Add(time.Second)
+	if ok, _ := l.Allow("a"); !ok {
+		t.Error("request one second later was refused; want one token refilled")
+	}
+}
+
+func TestExpiryAndBound(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 0)
+	l := New(100, 200, 3)
+	l.now = func() time.Time { return now }
+	for _, k := range []string{"a", "b", "c", "d"} {
+		l.Allow(k)
+	}
+	if n := l.Len(); n != 3 {
+		t.Errorf("Len = %d after 4 keys with a bound of 3, want 3", n)
+	}
+	now = now.Add(time.Minute)
+	l.Allow("e")
+	if n := l.Len(); n != 1 {
+		t.Errorf("Len = %d after the others expired, want 1", n)
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		d    time.Duration
+		want int
+	}{{time.Millisecond, 1}, {time.Second, 1}, {1500 * time.Millisecond, 2}, {0, 1}}
+	for _, tt := range tests {
+		if got := RetryAfterSeconds(tt.d); got != tt.want {
+			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", tt.d, got, tt.want)
+		}
+	}
+}

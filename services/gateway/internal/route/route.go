@@ -1,0 +1,96 @@
+// Package route owns the gateway's route table: every method and path the
+// gateway forwards, the upstream service that serves it, and what kind of
+// request body it takes. Nothing outside this table is forwarded.
+package route
+
+import "strings"
+
+// Upstream names a service behind the gateway.
+type Upstream string
+
+// The services behind the gateway.
+const (
+	Taxonomy Upstream = "taxonomy"
+	Catalog  Upstream = "catalog"
+	Media    Upstream = "media"
+)
+
+// Upstreams lists every service behind the gateway.
+func Upstreams() []Upstream { return []Upstream{Taxonomy, Catalog, Media} }
+
+// Kind says what request body a route takes, which decides the body rules
+// the gateway enforces before forwarding.
+type Kind int
+
+const (
+	// NoBody routes (reads, deletes, restore) expect no body; any body is
+	// still capped at the JSON limit.
+	NoBody Kind = iota
+	// JSON routes take a JSON body of at most httpx.MaxJSONBody bytes.
+	JSON
+	// Upload routes take a multipart/form-data body up to the upload limit.
+	Upload
+)
+
+func (k Kind) String() string {
+	switch k {
+	case JSON:
+		return "json"
+	case Upload:
+		return "upload"
+	default:
+		return "no-body"
+	}
+}
+
+// Route is one forwarded method and path, in Gin's pattern syntax. The
+// upstream serves the same path.
+type Route struct {
+	Method   string
+	Path     string
+	Upstream Upstream
+	Kind     Kind
+}
+
+// BackOffice reports whether the route needs credentials.
+func (r Route) BackOffice() bool { return strings.HasPrefix(r.Path, "/bo/") }
+
+// Public reports whether the route is open to the public app.
+func (r Route) Public() bool { return strings.HasPrefix(r.Path, "/public/") }
+
+// Table returns every route of the contract (the base document plus
+// POST /bo/documents/:id/restore).
+func Table() []Route {
+	return []Route{
+		// taxonomy
+		{"GET", "/public/tags-categories", Taxonomy, NoBody},
+		{"GET", "/bo/tags-categories", Taxonomy, NoBody},
+		{"POST", "/bo/tags-categories", Taxonomy, JSON},
+		{"PATCH", "/bo/tags-categories/:id", Taxonomy, JSON},
+		{"DELETE", "/bo/tags-categories/:id", Taxonomy, NoBody},
+		{"POST", "/bo/tags", Taxonomy, JSON},
+		{"PATCH", "/bo/tags/:id", Taxonomy, JSON},
+		{"DELETE", "/bo/tags/:id", Taxonomy, NoBody},
+
+		// catalog
+		{"GET", "/public/documents", Catalog, NoBody},
+		{"GET", "/public/documents/:id/detail", Catalog, NoBody},
+		{"GET", "/public/documents/:id/download", Catalog, NoBody},
+		{"GET", "/bo/documents", Catalog, NoBody},
+		{"POST", "/bo/documents", Catalog, JSON},
+		{"PATCH", "/bo/documents/:id", Catalog, JSON},
+		{"DELETE", "/bo/documents/:id", Catalog, NoBody},
+		{"GET", "/bo/documents/:id/detail", Catalog, NoBody},
+		{"GET", "/bo/documents/:id/download", Catalog, NoBody},
+		{"POST", "/bo/documents/:id/restore", Catalog, NoBody},
+
+		// media
+		{"GET", "/public/medias/:id", Media, NoBody},
+		{"GET", "/public/medias/:id/download", Media, NoBody},
+		{"GET", "/bo/medias", Media, NoBody},
+		{"POST", "/bo/medias", Media, Upload},
+		{"GET", "/bo/medias/:id", Media, NoBody},
+		{"DELETE", "/bo/medias/:id", Media, NoBody},
+		{"GET", "/bo/medias/:id/download", Media, NoBody},
+	}
+}

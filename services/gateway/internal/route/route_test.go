@@ -1,0 +1,66 @@
+package route_test
+
+import (
+	"testing"
+
+	"github.com/doclib/services/gateway/internal/route"
+)
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	tax, cat, med := route.Taxonomy, route.Catalog, route.Media
+	want := []route.Route{
+		{"GET", "/public/tags-categories", tax, route.NoBody},
+		{"GET", "/bo/tags-categories", tax, route.NoBody},
+		{"POST", "/bo/tags-categories", tax, route.JSON},
+		{"PATCH", "/bo/tags-categories/:id", tax, route.JSON},
+		{"DELETE", "/bo/tags-categories/:id", tax, route.NoBody},
+		{"POST", "/bo/tags", tax, route.JSON},
+		{"PATCH", "/bo/tags/:id", tax, route.JSON},
+		{"DELETE", "/bo/tags/:id", tax, route.NoBody},
+		{"GET", "/public/documents", cat, route.NoBody},
+		{"GET", "/public/documents/:id/detail", cat, route.NoBody},
+		{"GET", "/public/documents/:id/download", cat, route.NoBody},
+		{"GET", "/bo/documents", cat, route.NoBody},
+		{"POST", "/bo/documents", cat, route.JSON},
+		{"PATCH", "/bo/documents/:id", cat, route.JSON},
+		{"DELETE", "/bo/documents/:id", cat, route.NoBody},
+		{"GET", "/bo/documents/:id/detail", cat, route.NoBody},
+		{"GET", "/bo/documents/:id/download", cat, route.NoBody},
+		{"POST", "/bo/documents/:id/restore", cat, route.NoBody},
+		{"GET", "/public/medias/:id", med, route.NoBody},
+		{"GET", "/public/medias/:id/download", med, route.NoBody},
+		{"GET", "/bo/medias", med, route.NoBody},
+		{"POST", "/bo/medias", med, route.Upload},
+		{"GET", "/bo/medias/:id", med, route.NoBody},
+		{"DELETE", "/bo/medias/:id", med, route.NoBody},
+		{"GET", "/bo/medias/:id/download", med, route.NoBody},
+	}
+
+	got := map[string]route.Route{}
+	for _, r := range route.Table() {
+		key := r.Method + " " + r.Path
+		if _, dup := got[key]; dup {
+			t.Errorf("route %s is listed twice", key)
+		}
+		got[key] = r
+		if r.Public() == r.BackOffice() {
+			t.Errorf("route %s must be either public or back-office", key)
+		}
+	}
+	for _, w := range want {
+		key := w.Method + " " + w.Path
+		g, ok := got[key]
+		if !ok {
+			t.Errorf("route %s is missing", key)
+			continue
+		}
+		if g != w {
+			t.Errorf("route %s: got upstream %s kind %s, want upstream %s kind %s", key, g.Upstream, g.Kind, w.Upstream, w.Kind)
+		}
+		delete(got, key)
+	}
+	for key := range got {
+		t.Errorf("route %s is not in the contract", key)
+	}
+}
