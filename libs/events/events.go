@@ -1,6 +1,40 @@
-// Package events defines the deletion events the bounded contexts of the
-// document library exchange over NATS JetStream (CONTRACT.md §6): subjects,
-// payloads and the CloudEvents 1.0 JSON envelope.
+// Package events owns how the bounded contexts of the document library
+// exchange deletion events over NATS JetStream (CONTRACT.md §6): subjects,
+// payloads, the CloudEvents 1.0 JSON envelope, the connection and streams,
+// the Publisher the outbox relay uses and the Consumer that runs handlers.
+//
+// # Streams
+//
+// EnsureStream creates or updates two streams, idempotently:
+//
+//   - LIBRARY captures library.>. Retention is Limits, not WorkQueue or
+//     Interest: several services consume it independently, and a message
+//     must stay readable after it was acked or terminated (for replays and
+//     for dead-letter investigations). MaxAge is 14 days, long enough to
+//     replay after a consumer outage of a long weekend and more. File
+//     storage, so events survive a server restart. The duplicate window is
+//     1 hour: every publish carries the event id as Nats-Msg-Id, and the
+//     window must cover the relay's republish horizon, the time between a
+//     publish that reached the stream and a republish of the same entry
+//     (the relay crashed or lost Mongo before it removed the entry, two
+//     relay replicas raced, a publish buffered during a disconnect was
+//     flushed after the relay retried it). The default of 2 minutes is
+//     shorter than a Mongo outage; an hour is not.
+//   - LIBRARY_DLQ captures dlq.>, one subject per consumer
+//     (dlq.<consumer name>), for the messages a Consumer gave up on. MaxAge
+//     is 30 days so an operator has time to look; a dead-letter move has
+//     its own message id, so a retried move is deduplicated too.
+//
+// # Delivery
+//
+// Delivery is at least once. The stream drops a republish of the same event
+// id within the window, but a consumer may still see an event twice (a
+// redelivery after an ack was lost, an ack wait that expired while the
+// handler was still running, a republish after the window): handlers must
+// be idempotent. The Consumer does not deduplicate.
+//
+// The W3C trace context travels in the lower-case traceparent and tracestate
+// headers (see HeaderCarrier).
 package events
 
 import (
@@ -15,10 +49,15 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// Stream is the JetStream stream that captures every subject below.
+// Stream is the JetStream stream that captures every subject below;
+// DLQStream keeps the messages consumers gave up on, under
+// DLQSubjectPrefix + consumer name.
 const (
-	Stream         = "LIBRARY"
-	StreamSubjects = "library.>"
+	Stream           = "LIBRARY"
+	StreamSubjects   = "library.>"
+	DLQStream        = "LIBRARY_DLQ"
+	DLQSubjects      = "dlq.>"
+	DLQSubjectPrefix = "dlq."
 )
 
 // Subjects, one per event type; the CloudEvents type equals the subject.

@@ -1,7 +1,8 @@
 // Package outbox keeps events that must be published in the same document
 // as the change that caused them, so one single-document write records both
 // (no multi-document transaction is needed, FerretDB has none). A relay
-// publishes them later and removes them.
+// (Relay) publishes them later and removes them, one conditional update per
+// entry, so several relays may run side by side.
 //
 // A document with pending events carries:
 //

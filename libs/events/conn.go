@@ -1,0 +1,120 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream settings; the package doc says why.
+const (
+	streamMaxAge     = 14 * 24 * time.Hour
+	dlqMaxAge        = 30 * 24 * time.Hour
+	duplicatesWindow = time.Hour
+)
+
+// Connect connects to the NATS server at url as name (shown by the server's
+// monitoring) and returns the connection and its JetStream context.
+//
+// The connection never gives up: it reconnects forever, also when the
+// server is not up yet at start-up, because a service must survive a NATS
+// restart without being restarted itself (the outbox keeps events until
+// NATS is back). Connect waits until the first connection is made or ctx
+// ends. Disconnects and reconnects are logged.
+func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil { // nil on a deliberate Close or Drain
+				log.Warn("nats disconnected", "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("nats reconnected", "url", c.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Error("nats asynchronous error", "subject", subject, "error", err)
+		}),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
+	}
+	if err := waitConnected(ctx, nc); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
+	}
+	log.Info("nats connected", "url", nc.ConnectedUrlRedacted(), "name", name)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
+// waitConnected returns once nc is connected: with RetryOnFailedConnect,
+// nats.Connect returns at once even when the server is not reachable.
+func waitConnected(ctx context.Context, nc *nats.Conn) error {
+	ch := nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
+	defer nc.RemoveStatusListener(ch)
+	if nc.IsConnected() {
+		return nil
+	}
+	select {
+	case st := <-ch:
+		if st == nats.CLOSED {
+			return errors.New("connection closed")
+		}
+		return nil
+	case <-ctx.Done():
+		if nc.IsConnected() {
+			return nil
+		}
+		return ctx.Err()
+	}
+}
+
+// EnsureStream creates the LIBRARY and LIBRARY_DLQ streams, or updates them
+// to the settings below. It is idempotent and safe when several replicas
+// start together.
+func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
+	for _, cfg := range []jetstream.StreamConfig{
+		{
+			Name:        Stream,
+			Description: "Deletion events of the document library (CONTRACT.md §6).",
+			Subjects:    []string{StreamSubjects},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      streamMaxAge,
+			Duplicates:  duplicatesWindow,
+			Storage:     jetstream.FileStorage,
+			Discard:     jetstream.DiscardOld,
+		},
+		{
+			Name:        DLQStream,
+			Description: "Events that a consumer gave up on, under dlq.<consumer>.",
+			Subjects:    []string{DLQSubjects},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      dlqMaxAge,
+			Duplicates:  duplicatesWindow,
+			Storage:     jetstream.FileStorage,
+			Discard:     jetstream.DiscardOld,
+		},
+	} {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}

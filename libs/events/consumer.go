@@ -1,0 +1,342 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Headers a dead-lettered message carries besides the original ones (the
+// original Nats-* headers are dropped: they are the stream's bookkeeping,
+// and Nats-Expected-Stream would make the move fail).
+const (
+	HeaderDLQReason     = "Dlq-Reason"
+	HeaderDLQConsumer   = "Dlq-Consumer"
+	HeaderDLQEventID    = "Dlq-Event-Id"
+	HeaderDLQSubject    = "Dlq-Original-Subject"
+	HeaderDLQStream     = "Dlq-Original-Stream"
+	HeaderDLQStreamSeq  = "Dlq-Original-Stream-Seq"
+	HeaderDLQDeliveries = "Dlq-Deliveries"
+	HeaderDLQTime       = "Dlq-Time"
+)
+
+// Handler applies one event. It must be idempotent: an event may be
+// delivered more than once. Return nil only once the side effects are
+// durable; return an error to have the event redelivered later, or
+// Permanent(err) when retrying cannot help.
+type Handler func(ctx context.Context, e Envelope) error
+
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return "permanent: " + p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// Permanent marks a handler error as one that no retry can fix (the event
+// is invalid for this consumer): the message goes to dead-letter at once.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err: err}
+}
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// ConsumerConfig configures a durable consumer of the LIBRARY stream. Zero
+// values take the defaults.
+type ConsumerConfig struct {
+	// Name is the durable consumer name, <consumer-svc>-<event>, e.g.
+	// "catalog-tag-deleted"; it also names the dead-letter subject.
+	Name string
+	// Subjects are the subjects the consumer receives.
+	Subjects []string
+	// MaxDeliver is how many times the handler gets a message before it is
+	// moved to dead-letter (default 8).
+	MaxDeliver int
+	// Backoff is the redelivery delay after the n-th failed delivery
+	// (Backoff[n-1], the last one repeated); default 1s, 2s, 5s, 10s, 30s,
+	// 1m. A Nak without a delay would redeliver at once: the consumer
+	// BackOff setting only applies to ack timeouts.
+	Backoff []time.Duration
+	// AckWait is how long a delivery may take before the server redelivers
+	// it (default 30s); the handler's context ends then too.
+	AckWait time.Duration
+	// MaxAckPending bounds the messages in flight (default 256).
+	MaxAckPending int
+}
+
+var defaultBackoff = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
+
+func (c ConsumerConfig) withDefaults() ConsumerConfig {
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 8
+	}
+	if len(c.Backoff) == 0 {
+		c.Backoff = defaultBackoff
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 256
+	}
+	return c
+}
+
+func (c ConsumerConfig) validate() error {
+	if c.Name == "" || strings.ContainsAny(c.Name, ".*> \t") {
+		return fmt.Errorf("consumer name %q: want a non-empty name without '.', '*', '>' or spaces", c.Name)
+	}
+	if len(c.Subjects) == 0 {
+		return fmt.Errorf("consumer %s: no subjects", c.Name)
+	}
+	return nil
+}
+
+// Consumer runs a handler over a durable pull consumer of the LIBRARY
+// stream, one message at a time.
+type Consumer struct {
+	cfg     ConsumerConfig
+	js      jetstream.JetStream
+	handler Handler
+	log     *slog.Logger
+	tracer  trace.Tracer
+	cc      jetstream.ConsumeContext
+}
+
+// StartConsumer creates or updates the durable consumer cfg.Name and starts
+// handing its messages to h. Stop it with Stop.
+//
+// The consumer acks explicitly, after the handler returned nil. A failed
+// delivery is redelivered after cfg.Backoff. A message is moved to the
+// dead-letter subject dlq.<name> and terminated when it does not decode as
+// a CloudEvent, when the handler returns Permanent(err), or when its last
+// allowed delivery (cfg.MaxDeliver) fails; a poison message therefore never
+// holds up the others. The server allows one delivery more than the handler
+// gets: that spare delivery only moves the message to dead-letter, should
+// the move after the last failure not have succeeded (or the process died
+// during the last attempt).
+func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig, h Handler, log *slog.Logger, opts ...Option) (*Consumer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := applyOptions(opts)
+	c := &Consumer{cfg: cfg, js: js, handler: h, tracer: o.tp.Tracer(instrumentation),
+		log: log.With("consumer", cfg.Name)}
+
+	cons, err := js.CreateOrUpdateConsumer(ctx, Stream, jetstream.ConsumerConfig{
+		Durable:        cfg.Name,
+		Description:    "doclib consumer " + cfg.Name,
+		FilterSubjects: cfg.Subjects,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        cfg.AckWait,
+		MaxDeliver:     cfg.MaxDeliver + 1,
+		MaxAckPending:  cfg.MaxAckPending,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", cfg.Name, err)
+	}
+	c.cc, err = cons.Consume(c.handle,
+		// A small buffer: Drain processes what is buffered before stopping.
+		jetstream.PullMaxMessages(64),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			c.log.Warn("consume error", "error", err)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: consume: %w", cfg.Name, err)
+	}
+	c.log.Info("consumer started", "subjects", cfg.Subjects, "maxDeliver", cfg.MaxDeliver)
+	return c, nil
+}
+
+// Stop stops fetching, lets the messages already fetched be handled and
+// waits until that is done or ctx ends.
+func (c *Consumer) Stop(ctx context.Context) error {
+	c.cc.Drain()
+	select {
+	case <-c.cc.Closed():
+		c.log.Info("consumer stopped")
+		return nil
+	case <-ctx.Done():
+		c.cc.Stop()
+		return fmt.Errorf("consumer %s: drain: %w", c.cfg.Name, ctx.Err())
+	}
+}
+
+// handle runs on the consume goroutine for each message.
+func (c *Consumer) handle(msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		// Not a JetStream delivery: cannot be acked or redelivered.
+		c.log.Error("message without JetStream metadata", "subject", msg.Subject(), "error", err)
+		return
+	}
+	ctx := otel.GetTextMapPropagator().Extract(context.Background(), HeaderCarrier(msg.Headers()))
+	ctx, span := c.tracer.Start(ctx, "process "+msg.Subject(),
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			messagingSystem,
+			semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"),
+			semconv.MessagingDestinationName(msg.Subject()),
+			semconv.MessagingConsumerGroupName(c.cfg.Name),
+			semconv.MessagingMessageBodySize(len(msg.Data())),
+			attribute.Int64("messaging.nats.stream_sequence", int64(md.Sequence.Stream)),
+			attribute.Int64("messaging.nats.delivery_count", int64(md.NumDelivered)),
+		))
+	defer span.End()
+	// The deadline keeps a stuck handler from outliving its delivery.
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
+	defer cancel()
+
+	var env Envelope
+	if err := json.Unmarshal(msg.Data(), &env); err != nil || env.ID == "" || env.Type == "" {
+		reason := "undecodable CloudEvent: missing id or type"
+		if err != nil {
+			reason = "undecodable CloudEvent: " + err.Error()
+		}
+		span.SetStatus(codes.Error, "poison message")
+		c.deadLetter(ctx, msg, md, msg.Headers().Get(jetstream.MsgIDHeader), reason)
+		return
+	}
+	span.SetAttributes(semconv.MessagingMessageID(env.ID))
+	log := c.log.With("eventId", env.ID, "subject", msg.Subject(), "delivery", md.NumDelivered)
+
+	if int(md.NumDelivered) > c.cfg.MaxDeliver {
+		// The spare delivery: the last attempt failed but did not reach
+		// dead-letter.
+		span.SetStatus(codes.Error, "max deliveries exceeded")
+		c.deadLetter(ctx, msg, md, env.ID, fmt.Sprintf("failed %d deliveries", c.cfg.MaxDeliver))
+		return
+	}
+
+	err = c.apply(ctx, env)
+	switch {
+	case err == nil:
+		if aerr := msg.Ack(); aerr != nil {
+			// The event is applied; it will be redelivered and applied
+			// again, which an idempotent handler absorbs.
+			log.Warn("event applied, ack failed", "error", aerr)
+			return
+		}
+		log.Info("event applied")
+	case IsPermanent(err):
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "permanent failure")
+		c.deadLetter(ctx, msg, md, env.ID, err.Error())
+	case int(md.NumDelivered) >= c.cfg.MaxDeliver:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "max deliveries reached")
+		c.deadLetter(ctx, msg, md, env.ID, fmt.Sprintf("failed %d deliveries, last error: %v", md.NumDelivered, err))
+	default:
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "will retry")
+		delay := c.backoff(md.NumDelivered)
+		log.Warn("event failed, will retry", "error", err, "retryIn", delay)
+		if nerr := msg.NakWithDelay(delay); nerr != nil {
+			log.Warn("nak failed; redelivery after the ack wait", "error", nerr)
+		}
+	}
+}
+
+// apply runs the handler; a panic counts as a failed delivery instead of
+// killing the process.
+func (c *Consumer) apply(ctx context.Context, env Envelope) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panic: %v", r)
+		}
+	}()
+	return c.handler(ctx, env)
+}
+
+func (c *Consumer) backoff(delivered uint64) time.Duration {
+	i := int(delivered) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(c.cfg.Backoff) {
+		i = len(c.cfg.Backoff) - 1
+	}
+	return c.cfg.Backoff[i]
+}
+
+// deadLetter copies msg to dlq.<consumer> and terminates it. The copy's
+// message id derives from the consumer and the event id, so a repeated move
+// (the Term got lost and the message came back) is deduplicated. When the
+// copy cannot be stored, the message is left for redelivery instead.
+func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, eventID, reason string) {
+	reason = headerValue(reason)
+	if eventID == "" {
+		eventID = "seq-" + strconv.FormatUint(md.Sequence.Stream, 10)
+	}
+	log := c.log.With("eventId", eventID, "subject", msg.Subject(), "delivery", md.NumDelivered)
+
+	h := nats.Header{}
+	for k, v := range msg.Headers() {
+		if strings.HasPrefix(strings.ToLower(k), "nats-") {
+			continue
+		}
+		h[k] = append([]string(nil), v...)
+	}
+	h.Set(HeaderDLQReason, reason)
+	h.Set(HeaderDLQConsumer, c.cfg.Name)
+	h.Set(HeaderDLQEventID, eventID)
+	h.Set(HeaderDLQSubject, msg.Subject())
+	h.Set(HeaderDLQStream, md.Stream)
+	h.Set(HeaderDLQStreamSeq, strconv.FormatUint(md.Sequence.Stream, 10))
+	h.Set(HeaderDLQDeliveries, strconv.FormatUint(md.NumDelivered, 10))
+	h.Set(HeaderDLQTime, time.Now().UTC().Format(time.RFC3339Nano))
+	dlq := &nats.Msg{Subject: DLQSubjectPrefix + c.cfg.Name, Data: msg.Data(), Header: h}
+
+	// The handler may have used up the delivery's deadline; the move gets
+	// its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.js.PublishMsg(ctx, dlq, jetstream.WithMsgID(c.cfg.Name+":"+eventID), jetstream.WithExpectStream(DLQStream)); err != nil {
+		delay := c.backoff(md.NumDelivered)
+		log.Error("dead-letter failed, message left for redelivery", "reason", reason, "error", err,
+			"streamSeq", md.Sequence.Stream, "retryIn", delay)
+		_ = msg.NakWithDelay(delay)
+		return
+	}
+	if err := msg.TermWithReason("dead-lettered: " + reason); err != nil {
+		log.Warn("dead-lettered, term failed", "error", err)
+	}
+	log.Error("event dead-lettered", "reason", reason, "dlqSubject", dlq.Subject, "streamSeq", md.Sequence.Stream)
+}
+
+// headerValue makes s safe as a header value: one line, bounded.
+func headerValue(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+	const maxLen = 512
+	if len(s) > maxLen {
+		s = s[:maxLen]
+	}
+	return s
+}

@@ -1,0 +1,303 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/testkit"
+)
+
+// recorder is a handler that records each call and answers with fail(n, e),
+// n counting the calls for e's id from 1.
+type recorder struct {
+	mu    sync.Mutex
+	calls []call
+	fail  func(n int, e events.Envelope) error
+}
+
+type call struct {
+	id string
+	at time.Time
+}
+
+func (r *recorder) handle(_ context.Context, e events.Envelope) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, call{id: e.ID, at: time.Now()})
+	n := 0
+	for _, c := range r.calls {
+		if c.id == e.ID {
+			n++
+		}
+	}
+	fail := r.fail
+	r.mu.Unlock()
+	if fail != nil {
+		return fail(n, e)
+	}
+	return nil
+}
+
+func (r *recorder) callsFor(id string) []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []call
+	for _, c := range r.calls {
+		if c.id == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func newEvent(t *testing.T, docID string) events.Event {
+	t.Helper()
+	ev, err := events.New(context.Background(), "/catalog", events.DocumentDeleted,
+		events.DocumentDeletedData{DocumentID: docID}, time.Now())
+	testkit.Must(t, err, "new event")
+	return ev
+}
+
+func consumerInfo(t *testing.T, js jetstream.JetStream, name string) *jetstream.ConsumerInfo {
+	t.Helper()
+	c, err := js.Consumer(context.Background(), events.Stream, name)
+	testkit.Must(t, err, "consumer "+name)
+	info, err := c.Info(context.Background())
+	testkit.Must(t, err, "consumer info")
+	return info
+}
+
+// allAcked reports whether every message of the consumer's subjects was
+// acked or terminated.
+func allAcked(t *testing.T, js jetstream.JetStream, name string) bool {
+	info := consumerInfo(t, js, name)
+	return info.NumAckPending == 0 && info.NumPending == 0
+}
+
+func dlqMessage(t *testing.T, js jetstream.JetStream, consumer string) *jetstream.RawStreamMsg {
+	t.Helper()
+	s, err := js.Stream(context.Background(), events.DLQStream)
+	testkit.Must(t, err, "dlq stream")
+	m, err := s.GetLastMsgForSubject(context.Background(), "dlq."+consumer)
+	testkit.Must(t, err, "dead-letter message of "+consumer)
+	return m
+}
+
+func start(t *testing.T, js jetstream.JetStream, cfg events.ConsumerConfig, h events.Handler) *events.Consumer {
+	t.Helper()
+	if cfg.Subjects == nil {
+		cfg.Subjects = []string{events.DocumentDeleted}
+	}
+	c, err := events.StartConsumer(context.Background(), js, cfg, h, testLogger(t))
+	testkit.Must(t, err, "start consumer")
+	t.Cleanup(func() { stop(t, c) })
+	return c
+}
+
+func TestConsumerAcksOnSuccess(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testLogger(t))
+	rec := &recorder{}
+	cfg := events.ConsumerConfig{Name: "test-success"}
+	c := start(t, js, cfg, rec.handle)
+
+	ev := newEvent(t, "d1")
+	testkit.Must(t, pub.PublishEvent(context.Background(), ev), "publish")
+	waitFor(t, 10*time.Second, "the event handled and acked", func() bool {
+		return len(rec.callsFor(ev.ID)) == 1 && allAcked(t, js, cfg.Name)
+	})
+	if info := consumerInfo(t, js, cfg.Name); info.NumRedelivered != 0 {
+		t.Errorf("%d redeliveries after a successful handler, want 0", info.NumRedelivered)
+	}
+
+	// Start-up again with the same settings (CreateOrUpdateConsumer is
+	// idempotent), and the acked event is not handed over again.
+	stop(t, c)
+	start(t, js, cfg, rec.handle)
+	ev2 := newEvent(t, "d2")
+	testkit.Must(t, pub.PublishEvent(context.Background(), ev2), "publish")
+	waitFor(t, 10*time.Second, "the second event handled", func() bool { return len(rec.callsFor(ev2.ID)) == 1 })
+	if n := len(rec.callsFor(ev.ID)); n != 1 {
+		t.Errorf("first event handled %d times after a restart, want 1", n)
+	}
+}
+
+func TestConsumerRetriesTransientErrorWithBackoff(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testLogger(t))
+	const delay = 300 * time.Millisecond
+	rec := &recorder{fail: func(n int, _ events.Envelope) error {
+		if n == 1 {
+			return errors.New("database briefly unavailable")
+		}
+		return nil
+	}}
+	cfg := events.ConsumerConfig{Name: "test-transient", Backoff: []time.Duration{delay}}
+	start(t, js, cfg, rec.handle)
+
+	ev := newEvent(t, "d1")
+	testkit.Must(t, pub.PublishEvent(context.Background(), ev), "publish")
+	waitFor(t, 10*time.Second, "a redelivery that succeeds and is acked", func() bool {
+		return len(rec.callsFor(ev.ID)) == 2 && allAcked(t, js, cfg.Name)
+	})
+	calls := rec.callsFor(ev.ID)
+	if gap := calls[1].at.Sub(calls[0].at); gap < delay-50*time.Millisecond {
+		t.Errorf("redelivered after %v, want the backoff %v (NakWithDelay)", gap, delay)
+	}
+	if streamMsgs(t, js, events.DLQStream) != 0 {
+		t.Error("a transient failure that then succeeded reached dead-letter")
+	}
+}
+
+func TestConsumerDuplicateEvents(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testLogger(t))
+	rec := &recorder{}
+	cfg := events.ConsumerConfig{Name: "test-duplicate"}
+	start(t, js, cfg, rec.handle)
+
+	// A republish within the duplicate window (the relay retried) is
+	// dropped upstream by the stream: the handler sees the event once.
+	ev := newEvent(t, "d1")
+	testkit.Must(t, pub.PublishEvent(context.Background(), ev), "publish")
+	testkit.Must(t, pub.PublishEvent(context.Background(), ev), "republish")
+	marker := newEvent(t, "d2")
+	testkit.Must(t, pub.PublishEvent(context.Background(), marker), "publish marker")
+	waitFor(t, 10*time.Second, "both events handled", func() bool {
+		return len(rec.callsFor(marker.ID)) == 1 && allAcked(t, js, cfg.Name)
+	})
+	if n := len(rec.callsFor(ev.ID)); n != 1 {
+		t.Errorf("event republished within the window handled %d times, want 1", n)
+	}
+	if n := streamMsgs(t, js, events.Stream); n != 2 {
+		t.Errorf("stream holds %d messages, want 2", n)
+	}
+
+	// The same event arriving again past deduplication (after the window,
+	// or from another producer): the consumer hands it over again; the
+	// handler's idempotency absorbs it.
+	m, err := events.MessageOf(ev)
+	testkit.Must(t, err, "message")
+	_, err = js.PublishMsg(context.Background(), &nats.Msg{Subject: m.Subject, Data: m.Data})
+	testkit.Must(t, err, "publish again without a message id")
+	waitFor(t, 10*time.Second, "the repeated event handed over again", func() bool {
+		return len(rec.callsFor(ev.ID)) == 2 && allAcked(t, js, cfg.Name)
+	})
+}
+
+func TestConsumerDeadLettersPoisonAndKeepsFlowing(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testLogger(t))
+	rejected := newEvent(t, "rejected")
+	rec := &recorder{fail: func(_ int, e events.Envelope) error {
+		if e.ID == rejected.ID {
+			return events.Permanent(errors.New("document id is not valid"))
+		}
+		return nil
+	}}
+	cfg := events.ConsumerConfig{Name: "test-poison", MaxDeliver: 5, Backoff: []time.Duration{time.Minute}}
+	start(t, js, cfg, rec.handle)
+	ctx := context.Background()
+
+	// Not a CloudEvent; published with a message id as the relay would.
+	_, err := js.PublishMsg(ctx, &nats.Msg{Subject: events.DocumentDeleted, Data: []byte("{not json"),
+		Header: nats.Header{"traceparent": {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}},
+		jetstream.WithMsgID("garbage-1"))
+	testkit.Must(t, err, "publish garbage")
+	testkit.Must(t, pub.PublishEvent(ctx, rejected), "publish rejected event")
+	after := newEvent(t, "fine")
+	testkit.Must(t, pub.PublishEvent(ctx, after), "publish a good event")
+
+	// The backoff is a minute: the poison messages must not wait for it.
+	waitFor(t, 5*time.Second, "the good event handled and everything acked or terminated", func() bool {
+		return len(rec.callsFor(after.ID)) == 1 && allAcked(t, js, cfg.Name)
+	})
+	if n := len(rec.callsFor(rejected.ID)); n != 1 {
+		t.Errorf("permanently rejected event handled %d times, want 1", n)
+	}
+	if n := streamMsgs(t, js, events.DLQStream); n != 2 {
+		t.Fatalf("dead-letter stream holds %d messages, want 2", n)
+	}
+
+	s, _ := js.Stream(ctx, events.DLQStream)
+	first, err := s.GetMsg(ctx, 1)
+	testkit.Must(t, err, "first dead letter")
+	if string(first.Data) != "{not json" || first.Subject != "dlq.test-poison" ||
+		!strings.HasPrefix(first.Header.Get(events.HeaderDLQReason), "undecodable CloudEvent") ||
+		first.Header.Get(events.HeaderDLQSubject) != events.DocumentDeleted ||
+		first.Header.Get(events.HeaderDLQStream) != events.Stream ||
+		first.Header.Get(events.HeaderDLQStreamSeq) != "1" ||
+		first.Header.Get(events.HeaderDLQEventID) != "garbage-1" ||
+		first.Header.Get("traceparent") == "" {
+		t.Errorf("dead letter of the undecodable message: subject %s, data %q, headers %v", first.Subject, first.Data, first.Header)
+	}
+	if got, want := first.Header.Get(jetstream.MsgIDHeader), "test-poison:garbage-1"; got != want {
+		t.Errorf("dead letter Nats-Msg-Id = %q, want %q", got, want)
+	}
+
+	last := dlqMessage(t, js, cfg.Name)
+	if last.Header.Get(events.HeaderDLQEventID) != rejected.ID ||
+		!strings.Contains(last.Header.Get(events.HeaderDLQReason), "document id is not valid") ||
+		last.Header.Get(events.HeaderDLQStreamSeq) != "2" {
+		t.Errorf("dead letter of the rejected event: headers %v", last.Header)
+	}
+	m, _ := events.MessageOf(rejected)
+	if string(last.Data) != string(m.Data) {
+		t.Errorf("dead letter data %s, want the original %s", last.Data, m.Data)
+	}
+}
+
+func TestConsumerDeadLettersAfterMaxDeliver(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testLogger(t))
+	rec := &recorder{fail: func(int, events.Envelope) error { return errors.New("search index down") }}
+	cfg := events.ConsumerConfig{Name: "test-maxdeliver", MaxDeliver: 3, Backoff: []time.Duration{50 * time.Millisecond}}
+	start(t, js, cfg, rec.handle)
+
+	ev := newEvent(t, "d1")
+	testkit.Must(t, pub.PublishEvent(context.Background(), ev), "publish")
+	waitFor(t, 10*time.Second, "the failing event dead-lettered", func() bool {
+		return streamMsgs(t, js, events.DLQStream) == 1 && allAcked(t, js, cfg.Name)
+	})
+	if n := len(rec.callsFor(ev.ID)); n != 3 {
+		t.Errorf("handler called %d times, want MaxDeliver = 3", n)
+	}
+	m := dlqMessage(t, js, cfg.Name)
+	if reason := m.Header.Get(events.HeaderDLQReason); !strings.Contains(reason, "failed 3 deliveries") ||
+		!strings.Contains(reason, "search index down") || m.Header.Get(events.HeaderDLQDeliveries) != "3" {
+		t.Errorf("dead letter headers %v: want the reason with the delivery count and the last error", m.Header)
+	}
+
+	// Whatever follows still flows.
+	rec.mu.Lock()
+	rec.fail = nil
+	rec.mu.Unlock()
+	next := newEvent(t, "d2")
+	testkit.Must(t, pub.PublishEvent(context.Background(), next), "publish")
+	waitFor(t, 10*time.Second, "the next event handled", func() bool { return len(rec.callsFor(next.ID)) == 1 })
+}
+
+func TestConsumerConfigValidation(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []events.ConsumerConfig{
+		{Name: "", Subjects: []string{events.TagDeleted}},
+		{Name: "catalog.tag", Subjects: []string{events.TagDeleted}},
+		{Name: "catalog-tag-deleted"},
+	} {
+		if _, err := events.StartConsumer(context.Background(), nil, cfg, nil, testLogger(t)); err == nil {
+			t.Errorf("StartConsumer(%+v) succeeded, want an error", cfg)
+		}
+	}
+}

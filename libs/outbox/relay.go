@@ -1,0 +1,257 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/doclib/libs/events"
+)
+
+// Publisher sends one event and returns nil once the stream holds it
+// (including when the stream already had it). *events.Publisher is one.
+type Publisher interface {
+	Publish(ctx context.Context, m events.Message) error
+}
+
+// RelayConfig tunes a Relay. Zero values take the defaults.
+type RelayConfig struct {
+	// Interval between polls when nothing happens (default 1s).
+	Interval time.Duration
+	// MaxBackoff caps the wait between attempts while NATS or MongoDB is
+	// failing; it starts at Interval and doubles (default 30s).
+	MaxBackoff time.Duration
+	// BatchSize is how many documents one query reads (default 100).
+	BatchSize int
+	// AfterPublish, if set, runs after a pass that removed entries (and
+	// again until it succeeds once): services pass the Sweep that
+	// hard-deletes tombstones whose outbox is empty.
+	AfterPublish func(ctx context.Context) error
+}
+
+func (c RelayConfig) withDefaults() RelayConfig {
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 30 * time.Second
+	}
+	if c.MaxBackoff < c.Interval {
+		c.MaxBackoff = c.Interval
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	return c
+}
+
+// Relay publishes the outbox entries of some collections and removes them.
+//
+// Every replica of a service runs one; they need no leader. Two relays may
+// publish the same entry: the stream drops the second copy (the event id is
+// the message id), and the removal is conditional on the entry still being
+// there, so outboxCount stays right. An entry is removed only after the
+// stream acknowledged it, so a crash or an outage anywhere leaves it to be
+// published again: delivery is at least once.
+type Relay struct {
+	pub   Publisher
+	colls []*mongo.Collection
+	log   *slog.Logger
+	cfg   RelayConfig
+	nudge chan struct{}
+}
+
+// NewRelay returns a relay for the outboxes of colls. Each collection needs
+// an index on outboxCount.
+func NewRelay(pub Publisher, log *slog.Logger, cfg RelayConfig, colls ...*mongo.Collection) *Relay {
+	return &Relay{
+		pub: pub, colls: colls, log: log.With("component", "outbox-relay"),
+		cfg: cfg.withDefaults(), nudge: make(chan struct{}, 1),
+	}
+}
+
+// Nudge asks for a pass now instead of at the next poll. Call it after a
+// write that added entries, so events leave within milliseconds. It never
+// blocks; nudges coalesce. While publishing is failing, nudges are ignored
+// and the backoff holds.
+func (r *Relay) Nudge() {
+	select {
+	case r.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// Run publishes until ctx ends, then returns nil. Failures are retried with
+// backoff and logged once per outage.
+func (r *Relay) Run(ctx context.Context) error {
+	r.log.Info("outbox relay started", "collections", len(r.colls), "interval", r.cfg.Interval)
+	var (
+		failures     int
+		failingSince time.Time
+		// Pending from the start: a previous process may have stopped
+		// between a removal and its sweep.
+		afterPending = r.cfg.AfterPublish != nil
+	)
+	for {
+		removed, more, err := r.pass(ctx)
+		if ctx.Err() != nil {
+			r.log.Info("outbox relay stopped")
+			return nil
+		}
+		if removed > 0 && r.cfg.AfterPublish != nil {
+			afterPending = true
+		}
+		if afterPending {
+			if aerr := r.cfg.AfterPublish(ctx); aerr != nil {
+				if err == nil {
+					err = fmt.Errorf("after publish: %w", aerr)
+				}
+			} else {
+				afterPending = false
+			}
+		}
+
+		wait := r.cfg.Interval
+		switch {
+		case err != nil:
+			failures++
+			if failures == 1 {
+				failingSince = time.Now()
+				r.log.Error("outbox relay failing; entries are kept and retried", "error", err)
+			} else {
+				r.log.Debug("outbox relay still failing", "error", err, "attempt", failures)
+			}
+			wait = r.backoff(failures)
+		case failures > 0:
+			r.log.Info("outbox relay recovered", "after", time.Since(failingSince).Round(time.Millisecond),
+				"attempts", failures)
+			failures = 0
+		}
+		if err == nil && more {
+			continue // a full batch: there may be more right away
+		}
+
+		timer := time.NewTimer(wait)
+		nudge := r.nudge
+		if failures > 0 {
+			nudge = nil // hold the backoff
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			r.log.Info("outbox relay stopped")
+			return nil
+		case <-timer.C:
+		case <-nudge:
+			timer.Stop()
+		}
+	}
+}
+
+func (r *Relay) backoff(failures int) time.Duration {
+	d := r.cfg.Interval
+	for i := 1; i < failures && d < r.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, r.cfg.MaxBackoff)
+}
+
+// pendingDoc is the part of an owning document the relay reads.
+type pendingDoc struct {
+	ID     bson.RawValue    `bson:"_id"`
+	Count  int64            `bson:"outboxCount"`
+	Outbox map[string]Entry `bson:"outbox"`
+}
+
+// pass publishes and removes the pending entries of every collection. It
+// stops at the first failure, leaving the rest for the next pass. more
+// reports that a collection had a full batch.
+func (r *Relay) pass(ctx context.Context) (removed int, more bool, err error) {
+	for _, coll := range r.colls {
+		n, full, err := r.passColl(ctx, coll)
+		removed += n
+		more = more || full
+		if err != nil {
+			return removed, more, err
+		}
+	}
+	return removed, more, nil
+}
+
+func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed int, full bool, err error) {
+	cur, err := coll.Find(ctx, bson.M{CountField: bson.M{"$gt": 0}},
+		options.Find().
+			SetProjection(bson.M{"_id": 1, Field: 1, CountField: 1}).
+			SetLimit(int64(r.cfg.BatchSize)))
+	if err != nil {
+		return 0, false, fmt.Errorf("find outboxes in %s: %w", coll.Name(), err)
+	}
+	var docs []pendingDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return 0, false, fmt.Errorf("read outboxes in %s: %w", coll.Name(), err)
+	}
+	for _, d := range docs {
+		if len(d.Outbox) == 0 {
+			if err := r.repairCount(ctx, coll, d); err != nil {
+				return removed, false, err
+			}
+			continue
+		}
+		for _, id := range ordered(d.Outbox) {
+			e := d.Outbox[id]
+			if err := r.pub.Publish(ctx, events.Message{
+				ID: id, Subject: e.Subject, Data: []byte(e.Envelope),
+				TraceParent: e.TraceParent, TraceState: e.TraceState,
+			}); err != nil {
+				return removed, false, err
+			}
+			// Conditional on the entry: when another relay removed it
+			// first, nothing matches and the count is not decremented
+			// twice.
+			res, err := coll.UpdateOne(ctx,
+				bson.M{"_id": d.ID, Field + "." + id: bson.M{"$exists": true}},
+				bson.M{"$unset": bson.M{Field + "." + id: ""}, "$inc": bson.M{CountField: -1}})
+			if err != nil {
+				return removed, false, fmt.Errorf("remove outbox entry %s from %s: %w", id, coll.Name(), err)
+			}
+			removed += int(res.ModifiedCount)
+		}
+	}
+	return removed, len(docs) == r.cfg.BatchSize, nil
+}
+
+// repairCount resets outboxCount of a document whose outbox is empty, so
+// the relay does not read it forever. Writes through Add and the relay
+// keep the two in step; this only undoes a foreign write. The filter on the
+// count read makes it a no-op if an entry was added meanwhile.
+func (r *Relay) repairCount(ctx context.Context, coll *mongo.Collection, d pendingDoc) error {
+	r.log.Warn("outboxCount without outbox entries; resetting", "collection", coll.Name(), "count", d.Count)
+	_, err := coll.UpdateOne(ctx, bson.M{"_id": d.ID, CountField: d.Count}, bson.M{"$set": bson.M{CountField: 0}})
+	if err != nil {
+		return fmt.Errorf("reset outboxCount in %s: %w", coll.Name(), err)
+	}
+	return nil
+}
+
+// ordered returns the entry ids oldest first (ties by id, for a stable
+// order): events of one document leave in the order they were recorded.
+func ordered(box map[string]Entry) []string {
+	ids := make([]string, 0, len(box))
+	for id := range box {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := box[a].CreatedAt.Compare(box[b].CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return ids
+}
