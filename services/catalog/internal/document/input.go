@@ -1,0 +1,198 @@
+package document
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/doclib/libs/validation"
+)
+
+// Limits (CONTRACT.md §3).
+const (
+	MaxTitle      = 300
+	MaxURL        = 2048
+	MaxContent    = 1 << 20
+	MaxSources    = 100
+	MaxSourceLen  = 2000
+	MaxTags       = 100
+	MaxImages     = 100
+	PDFMimeType   = "application/pdf"
+	imageMimeType = "image/"
+)
+
+// Input is the body of a create or an update: the common fields and those
+// of every variant; only the variant's own fields are used.
+type Input struct {
+	Type      string
+	Title     string
+	TagsIDs   []string
+	URL       string
+	Content   string
+	Sources   []string
+	ImagesIDs []string
+	FileID    string
+}
+
+// check validates in against the rules of its type and the references it
+// makes, and returns the document fields it sets. Every failing field is
+// reported at once.
+func check(ctx context.Context, refs References, sanitize func(string) string, in Input) (Document, error) {
+	var errs validation.Errors
+	d := Document{Type: Type(in.Type)}
+
+	d.Title = strings.TrimSpace(in.Title)
+	switch n := utf8.RuneCountInString(d.Title); {
+	case n == 0:
+		errs.Add("title", "is required")
+	case n > MaxTitle:
+		errs.Add("title", "must be at most %d characters (got %d)", MaxTitle, n)
+	}
+	if !d.Type.Valid() {
+		if in.Type == "" {
+			errs.Add("type", "is required: one of PDF, LINK, MARKDOWN, HTML")
+		} else {
+			errs.Add("type", "must be one of PDF, LINK, MARKDOWN, HTML (got '%s')", in.Type)
+		}
+	}
+	d.TagsIDs = dedupe(in.TagsIDs)
+	if len(d.TagsIDs) > MaxTags {
+		errs.Add("tagsIds", "must hold at most %d tags (got %d)", MaxTags, len(d.TagsIDs))
+	}
+
+	switch d.Type {
+	case Link:
+		d.URL = strings.TrimSpace(in.URL)
+		if msg := checkURL(d.URL); msg != "" {
+			errs.Add("url", "%s", msg)
+		}
+	case Markdown, HTML:
+		switch {
+		case strings.TrimSpace(in.Content) == "":
+			errs.Add("content", "is required")
+		case len(in.Content) > MaxContent:
+			errs.Add("content", "must be at most %d bytes (got %d)", MaxContent, len(in.Content))
+		}
+		d.Content = in.Content
+		if d.Type == HTML {
+			d.Content = sanitize(in.Content)
+		}
+		d.Sources = orEmpty(in.Sources)
+		if len(d.Sources) > MaxSources {
+			errs.Add("sources", "must hold at most %d sources (got %d)", MaxSources, len(d.Sources))
+		}
+		for i, s := range d.Sources {
+			if n := utf8.RuneCountInString(s); n > MaxSourceLen {
+				errs.Add(fmt.Sprintf("sources[%d]", i), "must be at most %d characters (got %d)", MaxSourceLen, n)
+			}
+		}
+		d.ImagesIDs = dedupe(in.ImagesIDs)
+		if len(d.ImagesIDs) > MaxImages {
+			errs.Add("imagesIds", "must hold at most %d images (got %d)", MaxImages, len(d.ImagesIDs))
+		}
+	case PDF:
+		if in.FileID == "" {
+			errs.Add("fileId", "is required")
+		}
+	}
+
+	// Reference checks only when the lists are within bounds, so a huge
+	// list is refused without asking other services.
+	if len(d.TagsIDs) > 0 && len(d.TagsIDs) <= MaxTags {
+		found, err := refs.Tags(ctx, d.TagsIDs)
+		if err != nil {
+			return Document{}, err
+		}
+		for i, id := range d.TagsIDs {
+			if !found[id] {
+				errs.Add(fmt.Sprintf("tagsIds[%d]", i), "unknown tag '%s'", id)
+			}
+		}
+	}
+	var mediaIDs []string
+	if d.Type == PDF && in.FileID != "" {
+		mediaIDs = append(mediaIDs, in.FileID)
+	}
+	if d.Type.Inline() && len(d.ImagesIDs) <= MaxImages {
+		mediaIDs = append(mediaIDs, d.ImagesIDs...)
+	}
+	if len(mediaIDs) > 0 {
+		medias, err := refs.Medias(ctx, mediaIDs)
+		if err != nil {
+			return Document{}, err
+		}
+		if d.Type == PDF && in.FileID != "" {
+			switch m, ok := medias[in.FileID]; {
+			case !ok:
+				errs.Add("fileId", "unknown media '%s'", in.FileID)
+			case m.MimeType != PDFMimeType:
+				errs.Add("fileId", "media '%s' is %s, not a PDF", in.FileID, m.MimeType)
+			default:
+				d.File = &File{ID: m.ID, Name: m.Name}
+			}
+		}
+		if d.Type.Inline() {
+			for i, id := range d.ImagesIDs {
+				switch m, ok := medias[id]; {
+				case !ok:
+					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "unknown media '%s'", id)
+				case !strings.HasPrefix(m.MimeType, imageMimeType):
+					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is %s, not an image", id, m.MimeType)
+				}
+			}
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return Document{}, err
+	}
+	return d, nil
+}
+
+// checkURL returns why u is not an acceptable LINK url, or "".
+func checkURL(u string) string {
+	if u == "" {
+		return "is required"
+	}
+	if len(u) > MaxURL {
+		return fmt.Sprintf("must be at most %d characters", MaxURL)
+	}
+	p, err := url.Parse(u)
+	if err != nil || !p.IsAbs() {
+		return "must be an absolute http or https URL"
+	}
+	if p.Scheme != "http" && p.Scheme != "https" {
+		return fmt.Sprintf("must use http or https (got '%s')", p.Scheme)
+	}
+	if p.Hostname() == "" {
+		return "must name a host"
+	}
+	if p.User != nil {
+		return "must not carry a user name or password"
+	}
+	if strings.ContainsAny(u, " \t\r\n") {
+		return "must not contain spaces"
+	}
+	return ""
+}
+
+// dedupe drops repeated ids, keeping the first of each, and never returns nil.
+func dedupe(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

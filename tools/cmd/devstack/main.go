@@ -1,0 +1,224 @@
+// Command devstack runs the whole document library on one machine for
+// development (`make dev`): FerretDB, NATS with JetStream and MinIO as the
+// backing servers (unless MONGODB_URI, NATS_URL or S3_ENDPOINT point to real
+// ones), then the four services, each as its own process on loopback. It
+// stays in the foreground until Ctrl-C, and stops everything when one part
+// fails. Data lives under .data/, so the next run resumes on it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/doclib/libs/devserver"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "\ndevstack:", err)
+		os.Exit(1)
+	}
+}
+
+// Fixed loopback addresses of the development stack.
+const (
+	gatewayAddr  = "127.0.0.1:8080"
+	taxonomyAddr = "127.0.0.1:8081"
+	catalogAddr  = "127.0.0.1:8082"
+	mediaAddr    = "127.0.0.1:8083"
+	mongoAddr    = "127.0.0.1:27017"
+	natsAddr     = "127.0.0.1:4222"
+	minioAddr    = "127.0.0.1:9000"
+	minioConsole = "127.0.0.1:9001"
+	devToken     = "dev-token"
+)
+
+type stack struct {
+	procs []*devserver.Process
+	stops []func()
+}
+
+func (s *stack) add(p *devserver.Process) { s.procs = append(s.procs, p); s.stops = append(s.stops, p.Stop) }
+
+// stop stops everything in reverse order of start.
+func (s *stack) stop() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+}
+
+func run(ctx context.Context) error {
+	bin, err := devserver.BinDir()
+	if err != nil {
+		return err
+	}
+	root := filepath.Dir(bin)
+	data := filepath.Join(root, ".data")
+	logs := filepath.Join(data, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+
+	mongoURI, natsURL, s3 := os.Getenv("MONGODB_URI"), os.Getenv("NATS_URL"), os.Getenv("S3_ENDPOINT")
+	token := os.Getenv("BO_API_TOKENS")
+	if token == "" {
+		token = devToken
+	}
+	// Every address first, so a port in use stops us before anything starts.
+	addrs := []string{gatewayAddr, taxonomyAddr, catalogAddr, mediaAddr}
+	if mongoURI == "" {
+		addrs = append(addrs, mongoAddr)
+	}
+	if natsURL == "" {
+		addrs = append(addrs, natsAddr)
+	}
+	if s3 == "" {
+		addrs = append(addrs, minioAddr, minioConsole)
+	}
+	for _, a := range addrs {
+		if err := devserver.CheckFree(a); err != nil {
+			return err
+		}
+	}
+
+	st := &stack{}
+	defer st.stop()
+	say("starting backing servers (logs in .data/logs/)")
+	if mongoURI == "" {
+		p, uri, err := devserver.FerretDB(ctx, bin, mongoAddr, filepath.Join(data, "ferretdb"), logFile(logs, "ferretdb"))
+		if err != nil {
+			return err
+		}
+		st.add(p)
+		mongoURI = uri
+		say("  FerretDB (MongoDB protocol)  " + uri)
+	}
+	if natsURL == "" {
+		ns, err := devserver.NATS(natsAddr, filepath.Join(data, "nats"))
+		if err != nil {
+			return err
+		}
+		st.stops = append(st.stops, func() { ns.Shutdown(); ns.WaitForShutdown() })
+		natsURL = "nats://" + natsAddr
+		say("  NATS + JetStream             " + natsURL)
+	}
+	s3Env := []string{"S3_ENDPOINT=" + s3, "S3_ACCESS_KEY=" + os.Getenv("S3_ACCESS_KEY"), "S3_SECRET_KEY=" + os.Getenv("S3_SECRET_KEY")}
+	if s3 == "" {
+		cred := devserver.MinIOCredentials{Endpoint: minioAddr, AccessKey: "doclib-dev", SecretKey: "doclib-dev-secret"}
+		p, err := devserver.MinIO(ctx, bin, minioAddr, minioConsole, filepath.Join(data, "minio"), cred, logFile(logs, "minio"))
+		if err != nil {
+			return err
+		}
+		st.add(p)
+		s3Env = []string{"S3_ENDPOINT=" + cred.Endpoint, "S3_ACCESS_KEY=" + cred.AccessKey, "S3_SECRET_KEY=" + cred.SecretKey}
+		say("  MinIO (S3)                   http://" + minioAddr)
+	}
+
+	common := []string{"MONGODB_URI=" + mongoURI, "NATS_URL=" + natsURL, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info")}
+	services := []struct {
+		name, addr string
+		env        []string
+	}{
+		{"taxonomy", taxonomyAddr, common},
+		{"media", mediaAddr, append(append([]string{"CATALOG_URL=http://" + catalogAddr}, common...), s3Env...)},
+		{"catalog", catalogAddr, append([]string{"TAXONOMY_URL=http://" + taxonomyAddr, "MEDIA_URL=http://" + mediaAddr}, common...)},
+		{"gateway", gatewayAddr, []string{
+			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
+			"BO_API_TOKENS=" + token, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"),
+		}},
+	}
+	say("starting services")
+	for _, s := range services {
+		p, err := devserver.Start(s.name, filepath.Join(bin, s.name), nil,
+			append([]string{"HTTP_ADDR=" + s.addr}, s.env...), prefixed(s.name))
+		if err != nil {
+			return err
+		}
+		st.add(p)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	for i, s := range services {
+		if err := devserver.WaitHTTP(wctx, st.procs[len(st.procs)-len(services)+i], "http://"+s.addr+"/readyz"); err != nil {
+			return fmt.Errorf("%w (see its log lines above)", err)
+		}
+	}
+
+	fmt.Printf(`
+==================================================================
+ Document library is running.
+   Public API:       http://%[1]s/public/...
+   Back-office API:  http://%[1]s/bo/...   (Authorization: Bearer %[2]s)
+   Try:  curl http://%[1]s/public/tags-categories
+         curl -H 'Authorization: Bearer %[2]s' http://%[1]s/bo/documents
+ Services: taxonomy %[3]s, catalog %[4]s, media %[5]s
+ Data in .data/ (delete it to start empty). Ctrl-C stops everything.
+==================================================================
+`, gatewayAddr, token, taxonomyAddr, catalogAddr, mediaAddr)
+
+	// Wait for Ctrl-C or for any child to die.
+	died := make(chan *devserver.Process, len(st.procs))
+	for _, p := range st.procs {
+		go func() {
+			<-p.Done()
+			died <- p
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		say("\nstopping")
+		return nil
+	case p := <-died:
+		return fmt.Errorf("%s stopped unexpectedly (%v); stopping everything", p.Name, p.Err())
+	}
+}
+
+func say(s string) { fmt.Println(s) }
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func logFile(dir, name string) io.Writer {
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+var outMu sync.Mutex
+
+// prefixed writes each line of a service's output to stdout behind its name.
+func prefixed(name string) io.Writer {
+	r, w := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		tag := fmt.Sprintf("%-8s | ", name)
+		for sc.Scan() {
+			outMu.Lock()
+			fmt.Println(tag + strings.TrimRight(sc.Text(), "\r"))
+			outMu.Unlock()
+		}
+		if err := sc.Err(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+			_, _ = io.Copy(io.Discard, r)
+		}
+	}()
+	return w
+}
