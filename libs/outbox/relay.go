@@ -3,8 +3,10 @@ package outbox
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -30,6 +32,9 @@ type RelayConfig struct {
 	MaxBackoff time.Duration
 	// BatchSize is how many documents one query reads (default 100).
 	BatchSize int
+	// PublishTimeout bounds one publish (default 5s): while NATS is
+	// unreachable, a publish waits this long before the pass gives up.
+	PublishTimeout time.Duration
 	// AfterPublish, if set, runs after a pass that removed entries (and
 	// again until it succeeds once): services pass the Sweep that
 	// hard-deletes tombstones whose outbox is empty.
@@ -48,6 +53,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 100
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 5 * time.Second
 	}
 	return c
 }
@@ -186,45 +194,70 @@ func (r *Relay) pass(ctx context.Context) (removed int, more bool, err error) {
 }
 
 func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed int, full bool, err error) {
-	cur, err := coll.Find(ctx, bson.M{CountField: bson.M{"$gt": 0}},
-		options.Find().
-			SetProjection(bson.M{"_id": 1, Field: 1, CountField: 1}).
-			SetLimit(int64(r.cfg.BatchSize)))
+	pendingFilter := bson.M{CountField: bson.M{"$gt": 0}}
+	cur, err := coll.Find(ctx, pendingFilter,
+		options.Find().SetProjection(bson.M{"_id": 1}).SetLimit(int64(r.cfg.BatchSize)))
 	if err != nil {
 		return 0, false, fmt.Errorf("find outboxes in %s: %w", coll.Name(), err)
 	}
-	var docs []pendingDoc
-	if err := cur.All(ctx, &docs); err != nil {
+	var ids []struct {
+		ID bson.RawValue `bson:"_id"`
+	}
+	if err := cur.All(ctx, &ids); err != nil {
 		return 0, false, fmt.Errorf("read outboxes in %s: %w", coll.Name(), err)
 	}
-	for _, d := range docs {
-		if len(d.Outbox) == 0 {
-			if err := r.repairCount(ctx, coll, d); err != nil {
-				return removed, false, err
-			}
-			continue
-		}
-		for _, id := range ordered(d.Outbox) {
-			e := d.Outbox[id]
-			if err := r.pub.Publish(ctx, events.Message{
-				ID: id, Subject: e.Subject, Data: []byte(e.Envelope),
-				TraceParent: e.TraceParent, TraceState: e.TraceState,
-			}); err != nil {
-				return removed, false, err
-			}
-			// Conditional on the entry: when another relay removed it
-			// first, nothing matches and the count is not decremented
-			// twice.
-			res, err := coll.UpdateOne(ctx,
-				bson.M{"_id": d.ID, Field + "." + id: bson.M{"$exists": true}},
-				bson.M{"$unset": bson.M{Field + "." + id: ""}, "$inc": bson.M{CountField: -1}})
-			if err != nil {
-				return removed, false, fmt.Errorf("remove outbox entry %s from %s: %w", id, coll.Name(), err)
-			}
-			removed += int(res.ModifiedCount)
+	// Replicas polling together would otherwise walk the same documents in
+	// the same order and publish everything twice; events of different
+	// documents have no order to keep.
+	rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	for _, id := range ids {
+		n, err := r.publishDoc(ctx, coll, id.ID)
+		removed += n
+		if err != nil {
+			return removed, false, err
 		}
 	}
-	return removed, len(docs) == r.cfg.BatchSize, nil
+	return removed, len(ids) == r.cfg.BatchSize, nil
+}
+
+// publishDoc publishes and removes the entries of one document, oldest
+// first. It reads the document afresh, so entries another replica removed
+// since the batch query are not published again.
+func (r *Relay) publishDoc(ctx context.Context, coll *mongo.Collection, docID bson.RawValue) (removed int, err error) {
+	var d pendingDoc
+	err = coll.FindOne(ctx, bson.M{"_id": docID, CountField: bson.M{"$gt": 0}},
+		options.FindOne().SetProjection(bson.M{"_id": 1, Field: 1, CountField: 1})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil // emptied meanwhile
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read outbox in %s: %w", coll.Name(), err)
+	}
+	if len(d.Outbox) == 0 {
+		return 0, r.repairCount(ctx, coll, d)
+	}
+	for _, id := range ordered(d.Outbox) {
+		e := d.Outbox[id]
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+		err := r.pub.Publish(pctx, events.Message{
+			ID: id, Subject: e.Subject, Data: []byte(e.Envelope),
+			TraceParent: e.TraceParent, TraceState: e.TraceState,
+		})
+		cancel()
+		if err != nil {
+			return removed, err
+		}
+		// Conditional on the entry: when another relay removed it first,
+		// nothing matches and the count is not decremented twice.
+		res, err := coll.UpdateOne(ctx,
+			bson.M{"_id": d.ID, Field + "." + id: bson.M{"$exists": true}},
+			bson.M{"$unset": bson.M{Field + "." + id: ""}, "$inc": bson.M{CountField: -1}})
+		if err != nil {
+			return removed, fmt.Errorf("remove outbox entry %s from %s: %w", id, coll.Name(), err)
+		}
+		removed += int(res.ModifiedCount)
+	}
+	return removed, nil
 }
 
 // repairCount resets outboxCount of a document whose outbox is empty, so
