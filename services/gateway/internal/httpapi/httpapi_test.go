@@ -597,3 +597,29 @@ func multipartFrom(t *testing.T, file io.Reader) (io.Reader, string) {
 	}()
 	return pr, mw.FormDataContentType()
 }
+
+func TestExpectContinueKeepsGatewayHeaders(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	body, ct := multipartBody(t, 256<<10)
+	req, _ := http.NewRequest("POST", h.url+"/bo/medias", body)
+	req.Header.Set("Authorization", "Bearer "+token1)
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("Expect", "100-continue")
+	req.Header.Set("X-Request-ID", "upload-1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	got := decodeEcho(t, res)
+	if len(got.Body) < 256<<10 {
+		t.Errorf("upstream received %d bytes, want the whole form", len(got.Body))
+	}
+	if got := res.Header.Values("X-Request-ID"); len(got) != 1 || got[0] != "upload-1" {
+		t.Errorf("response X-Request-ID = %v, want [upload-1]", got)
+	}
+	if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
+	}
+}

@@ -65,6 +65,10 @@ func New(name string, target *url.URL, transport http.RoundTripper, log *slog.Lo
 			r.SetXForwarded()
 			r.Out.Header.Del("Authorization")
 			r.Out.Header.Del("Proxy-Authorization")
+			// The gateway's own server answers the client's Expect. Passed on,
+			// the upstream's "100 Continue" would reach ReverseProxy's 1xx
+			// handling, which clears the headers the gateway already set.
+			r.Out.Header.Del("Expect")
 		},
 		Transport: transport,
 		ModifyResponse: func(res *http.Response) error {
@@ -91,7 +95,8 @@ func errorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http
 			return
 		}
 		p := Problem(name, err)
-		log.WarnContext(r.Context(), "upstream request failed", "path", r.URL.Path, "status", p.Status, "error", err.Error())
+		log.WarnContext(r.Context(), "upstream request failed", "path", r.URL.Path, "status", p.Status,
+			"request_id", r.Header.Get(httpx.RequestIDHeader), "error", err.Error())
 		problem.Write(w, p)
 	}
 }
