@@ -3,6 +3,8 @@ package events_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -299,5 +301,62 @@ func TestConsumerConfigValidation(t *testing.T) {
 		if _, err := events.StartConsumer(context.Background(), nil, cfg, nil, testLogger(t)); err == nil {
 			t.Errorf("StartConsumer(%+v) succeeded, want an error", cfg)
 		}
+	}
+}
+
+// messageLog records log messages.
+type messageLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *messageLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *messageLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+func (l *messageLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *messageLog) WithGroup(string) slog.Handler      { return l }
+func (l *messageLog) has(msg string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.msgs, msg)
+}
+
+func TestConsumerRetriesAFailedDeadLetterMove(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	ctx := context.Background()
+	pub := events.NewPublisher(js, testLogger(t))
+	// Dead-letter is unavailable for now.
+	testkit.Must(t, js.DeleteStream(ctx, events.DLQStream), "delete the dead-letter stream")
+
+	logs := &messageLog{}
+	rec := &recorder{fail: func(int, events.Envelope) error { return errors.New("always failing") }}
+	cfg := events.ConsumerConfig{Name: "test-dlq-retry", Subjects: []string{events.DocumentDeleted}, MaxDeliver: 2,
+		Backoff: []time.Duration{50 * time.Millisecond, time.Second}}
+	c, err := events.StartConsumer(ctx, js, cfg, rec.handle, slog.New(logs))
+	testkit.Must(t, err, "start consumer")
+	t.Cleanup(func() { stop(t, c) })
+
+	ev := newEvent(t, "d1")
+	testkit.Must(t, pub.PublishEvent(ctx, ev), "publish")
+	waitFor(t, 10*time.Second, "the failed dead-letter move", func() bool {
+		return logs.has("dead-letter failed, message left for redelivery")
+	})
+	testkit.Must(t, events.EnsureStream(ctx, js), "recreate the dead-letter stream")
+
+	// The spare delivery moves it without calling the handler again.
+	waitFor(t, 10*time.Second, "the event dead-lettered on the spare delivery", func() bool {
+		return streamMsgs(t, js, events.DLQStream) == 1 && allAcked(t, js, cfg.Name)
+	})
+	if n := len(rec.callsFor(ev.ID)); n != 2 {
+		t.Errorf("handler called %d times, want MaxDeliver = 2", n)
+	}
+	m := dlqMessage(t, js, cfg.Name)
+	if m.Header.Get(events.HeaderDLQDeliveries) != "3" || !strings.Contains(m.Header.Get(events.HeaderDLQReason), "failed 2 deliveries") {
+		t.Errorf("dead letter headers %v: want delivery 3 and the reason", m.Header)
 	}
 }
