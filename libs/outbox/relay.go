@@ -36,7 +36,7 @@ type RelayConfig struct {
 	// unreachable, a publish waits this long before the pass gives up.
 	PublishTimeout time.Duration
 	// AfterPublish, if set, runs after a pass that removed entries (and
-	// again until it succeeds once): services pass the Sweep that
+	// after each pass until it succeeds once): services pass the Sweep that
 	// hard-deletes tombstones whose outbox is empty.
 	AfterPublish func(ctx context.Context) error
 }
@@ -106,6 +106,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		// Pending from the start: a previous process may have stopped
 		// between a removal and its sweep.
 		afterPending = r.cfg.AfterPublish != nil
+		afterFailing bool
 	)
 	for {
 		removed, more, err := r.pass(ctx)
@@ -117,12 +118,17 @@ func (r *Relay) Run(ctx context.Context) error {
 			afterPending = true
 		}
 		if afterPending {
-			if aerr := r.cfg.AfterPublish(ctx); aerr != nil {
-				if err == nil {
-					err = fmt.Errorf("after publish: %w", aerr)
+			// A failing hook does not slow publishing down: it is retried
+			// after every pass until it succeeds, and logged once.
+			switch aerr := r.cfg.AfterPublish(ctx); {
+			case aerr != nil && !afterFailing:
+				afterFailing = true
+				r.log.Warn("outbox after-publish hook failed; retried after each pass", "error", aerr)
+			case aerr == nil:
+				if afterFailing {
+					r.log.Info("outbox after-publish hook recovered")
 				}
-			} else {
-				afterPending = false
+				afterPending, afterFailing = false, false
 			}
 		}
 
