@@ -1,0 +1,198 @@
+// Command media serves the media files of the document library: uploads
+// streamed to an S3 bucket (MinIO), their records in MongoDB, downloads with
+// ranges, and the internal lookup and download the catalog uses.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/services/media/internal/httpapi"
+	"github.com/doclib/services/media/internal/media"
+	"github.com/doclib/services/media/internal/media/miniostore"
+	"github.com/doclib/services/media/internal/media/mongostore"
+	"github.com/doclib/services/media/internal/usage"
+)
+
+const service = "media"
+
+// sweepEvery is how often this replica finishes interrupted deletions until
+// the outbox relay takes the sweep over.
+const sweepEvery = time.Minute
+
+// bucketWait bounds the retries of the bucket check at start-up: a storage
+// that starts after this service is waited for, not crash-looped on.
+const bucketWait = 60 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, service+":", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	server     httpx.ServerConfig
+	logLevel   string
+	mongoURI   string
+	database   string
+	catalogURL *url.URL
+	s3         miniostore.Config
+	media      media.Config
+}
+
+func load(env *config.Env) (settings, error) {
+	s := settings{
+		// Uploads and downloads of 100 MiB over slow links need long
+		// read and write timeouts; headers and idle connections stay short.
+		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
+			Addr: ":8083", ReadTimeout: 30 * time.Minute, WriteTimeout: 30 * time.Minute, IdleTimeout: 120 * time.Second,
+		}),
+		logLevel:   env.String("LOG_LEVEL", "info"),
+		mongoURI:   env.Required("MONGODB_URI"),
+		database:   env.String("MONGODB_DATABASE", "media"),
+		catalogURL: env.URL("CATALOG_URL", ""),
+		s3: miniostore.Config{
+			Endpoint:  env.Required("S3_ENDPOINT"),
+			AccessKey: env.Required("S3_ACCESS_KEY"),
+			SecretKey: secret(env, "S3_SECRET_KEY"),
+			Bucket:    env.String("S3_BUCKET", "doclib-media"),
+			UseTLS:    env.Bool("S3_USE_TLS", false),
+			Region:    env.String("S3_REGION", "us-east-1"),
+		},
+		media: media.Config{
+			MaxSize:      env.Int("MEDIA_MAX_UPLOAD_SIZE", media.DefaultMaxSize, 1, math.MaxInt64-(1<<30)),
+			AllowedTypes: env.List("MEDIA_ALLOWED_TYPES", media.DefaultAllowedTypes),
+		},
+	}
+	if strings.Contains(s.s3.Endpoint, "://") || strings.Contains(s.s3.Endpoint, "/") {
+		env.Check("S3_ENDPOINT", errors.New("must be host:port, without a scheme or a path (TLS is S3_USE_TLS)"))
+	}
+	return s, env.Err()
+}
+
+// secret reads a required secret without showing it in the start-up log.
+// config.Env.Secrets splits on commas, so the parts are joined back.
+func secret(env *config.Env, key string) string {
+	v := strings.Join(env.Secrets(key), ",")
+	if v == "" {
+		env.Check(key, errors.New("is required"))
+	}
+	return v
+}
+
+func run(ctx context.Context) error {
+	env := config.FromEnviron()
+	cfg, err := load(env)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	shutdownTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer flush(log, shutdownTelemetry)
+
+	client, err := mongox.Connect(cfg.mongoURI)
+	if err != nil {
+		return err
+	}
+	defer disconnect(log, client.Disconnect)
+	store := mongostore.New(client.Database(cfg.database))
+	if err := store.EnsureIndexes(ctx); err != nil {
+		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
+	}
+
+	blobs, err := miniostore.New(cfg.s3)
+	if err != nil {
+		return err
+	}
+	if err := ensureBucket(ctx, log, blobs); err != nil {
+		return fmt.Errorf("s3 bucket %s (is S3_ENDPOINT reachable, are the keys right?): %w", cfg.s3.Bucket, err)
+	}
+
+	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
+	go sweep(ctx, log, svc)
+
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "s3": blobs.Ready})
+	engine := httpx.NewEngine(service, log)
+	health.Register(engine)
+	httpapi.New(svc, log, nil).Register(engine)
+
+	return httpx.Serve(ctx, log, cfg.server, engine, health)
+}
+
+// ensureBucket creates the bucket, retrying with backoff while the storage
+// is not reachable yet.
+func ensureBucket(ctx context.Context, log *slog.Logger, blobs *miniostore.Store) error {
+	ctx, cancel := context.WithTimeout(ctx, bucketWait)
+	defer cancel()
+	wait := 500 * time.Millisecond
+	for {
+		err := blobs.EnsureBucket(ctx)
+		if err == nil {
+			return nil
+		}
+		log.Warn("object storage not ready; retrying", "error", err, "in", wait.String())
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// sweep runs the service's sweep now and then; several replicas may do so
+// at once, it is idempotent.
+func sweep(ctx context.Context, log *slog.Logger, svc *media.Service) {
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, sweepEvery)
+		if err := svc.Sweep(sctx); err != nil {
+			log.Warn("sweep", "error", err)
+		}
+		cancel()
+	}
+}
+
+func flush(log *slog.Logger, shutdown func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Warn("telemetry flush", "error", err)
+	}
+}
+
+func disconnect(log *slog.Logger, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		log.Warn("mongodb disconnect", "error", err)
+	}
+}

@@ -1,0 +1,30 @@
+package httpapi
+
+import (
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/services/media/internal/media"
+)
+
+// Response bodies (FileMedia, FileMediaAdmin).
+type (
+	fileMedia struct {
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		MimeType string `json:"mimeType"`
+		Size     int64  `json:"size"`
+	}
+	fileMediaAdmin struct {
+		fileMedia
+		CreatedAt string `json:"createdAt"`
+		UpdatedAt string `json:"updatedAt"`
+	}
+)
+
+func toFileMedia(m media.Media) fileMedia {
+	return fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size}
+}
+
+func toFileMediaAdmin(m media.Media) fileMediaAdmin {
+	return fileMediaAdmin{fileMedia: toFileMedia(m),
+		CreatedAt: httpx.FormatTime(m.CreatedAt), UpdatedAt: httpx.FormatTime(m.UpdatedAt)}
+}

@@ -1,0 +1,229 @@
+// Package httpapi serves media over HTTP: the public record and download
+// routes, the back-office upload, listing and deletion (authenticated by the
+// gateway, not here), and the internal lookup and download the catalog uses.
+// It owns the JSON shapes, the download headers and the one mapping from
+// domain errors to problem+json.
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/problem"
+	"github.com/doclib/services/media/internal/media"
+)
+
+// MaxLookupIDs bounds one internal lookup.
+const MaxLookupIDs = 500
+
+// multipartSlack is what a request body may carry beyond the file: part
+// headers, boundaries and small other fields.
+const multipartSlack = 1 << 20
+
+// Handler holds the media use cases and an optional hook run after each
+// deletion (the outbox relay's nudge).
+type Handler struct {
+	svc       *media.Service
+	log       *slog.Logger
+	onDeleted func()
+}
+
+// New returns a Handler. onDeleted may be nil.
+func New(svc *media.Service, log *slog.Logger, onDeleted func()) *Handler {
+	if onDeleted == nil {
+		onDeleted = func() {}
+	}
+	return &Handler{svc: svc, log: log, onDeleted: onDeleted}
+}
+
+// Register adds the routes to r.
+func (h *Handler) Register(r gin.IRouter) {
+	r.GET("/public/medias/:id", h.publicMedia)
+	h.downloads(r, "/public/medias/:id/download", publicCache)
+
+	r.GET("/bo/medias", h.list)
+	r.POST("/bo/medias", h.upload)
+	r.GET("/bo/medias/:id", h.adminMedia)
+	r.DELETE("/bo/medias/:id", h.delete)
+	h.downloads(r, "/bo/medias/:id/download", privateCache)
+
+	r.GET("/internal/medias", h.lookup)
+	h.downloads(r, "/internal/medias/:id/download", publicCache)
+}
+
+func (h *Handler) downloads(r gin.IRouter, path, cacheControl string) {
+	handle := func(c *gin.Context) { h.download(c, cacheControl) }
+	r.GET(path, handle)
+	r.HEAD(path, handle)
+}
+
+func (h *Handler) publicMedia(c *gin.Context) {
+	m, err := h.svc.Get(c, c.Param("id"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toFileMedia(m))
+}
+
+func (h *Handler) adminMedia(c *gin.Context) {
+	m, err := h.svc.Get(c, c.Param("id"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toFileMediaAdmin(m))
+}
+
+func (h *Handler) list(c *gin.Context) {
+	ms, err := h.svc.List(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]fileMediaAdmin, len(ms))
+	for i, m := range ms {
+		out[i] = toFileMediaAdmin(m)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// upload streams the part named "file" of a multipart/form-data body to the
+// service; nothing is held in memory or spooled to disk (no FormFile). Other
+// parts are skipped, and so is everything after the file.
+func (h *Handler) upload(c *gin.Context) {
+	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != "multipart/form-data" {
+		httpx.Fail(c, problem.UnsupportedMediaType("this route takes multipart/form-data with the file in the part named 'file'"))
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, h.svc.MaxSize()+multipartSlack)
+	mr, err := c.Request.MultipartReader()
+	if err != nil {
+		httpx.Fail(c, problem.BadRequest("the multipart/form-data content type has no boundary"))
+		return
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			fail(c, media.ErrNoFile)
+			return
+		}
+		if err != nil {
+			fail(c, h.bodyError(err))
+			return
+		}
+		if part.FormName() != "file" {
+			continue // NextPart skips what is left of it
+		}
+		m, err := h.svc.Upload(c, partFileName(part), part)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.Header("Location", "/bo/medias/"+m.ID)
+		c.JSON(http.StatusCreated, toFileMediaAdmin(m))
+		return
+	}
+}
+
+func (h *Handler) bodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &media.TooLargeError{Limit: h.svc.MaxSize()}
+	}
+	return &media.IncompleteError{Err: err}
+}
+
+// partFileName is the file name as sent, directories included
+// (Part.FileName would strip them with the server's rules, which keep
+// Windows paths whole on Linux); media.CleanName reduces it.
+func partFileName(p *multipart.Part) string {
+	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil {
+		return p.FileName()
+	}
+	return params["filename"]
+}
+
+func (h *Handler) delete(c *gin.Context) {
+	if err := h.svc.Delete(c, c.Param("id")); err != nil {
+		fail(c, err)
+		return
+	}
+	h.onDeleted()
+	c.Status(http.StatusNoContent)
+}
+
+// lookup answers GET /internal/medias?ids=a,b,c with the media among ids that
+// exist: the catalog checks fileId and imagesIds with it.
+func (h *Handler) lookup(c *gin.Context) {
+	var ids []string
+	for _, v := range c.QueryArray("ids") {
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) > MaxLookupIDs {
+		httpx.Fail(c, problem.BadRequest(fmt.Sprintf("at most %d ids per lookup", MaxLookupIDs)))
+		return
+	}
+	ms, err := h.svc.Lookup(c, ids)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]fileMedia, len(ms))
+	for i, m := range ms {
+		out[i] = toFileMedia(m)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// fail answers with the problem for err: the one place where the media
+// service's errors get their HTTP meaning.
+func fail(c *gin.Context, err error) {
+	httpx.Abort(c, err, func(err error) *problem.Problem {
+		var (
+			tooLarge    *media.TooLargeError
+			unsupported *media.UnsupportedTypeError
+			incomplete  *media.IncompleteError
+			inUse       *media.InUseError
+		)
+		switch {
+		case errors.Is(err, media.ErrNotFound):
+			return problem.NotFound(fmt.Sprintf("there is no media '%s'", c.Param("id")))
+		case errors.Is(err, media.ErrNoFile):
+			return problem.BadRequest("the multipart body has no part named 'file'")
+		case errors.As(err, &tooLarge):
+			return problem.TooLarge(fmt.Sprintf("an upload may be at most %d bytes", tooLarge.Limit))
+		case errors.As(err, &unsupported):
+			return problem.UnsupportedMediaType(fmt.Sprintf("the file's content is %s; allowed types are %s",
+				unsupported.Detected, strings.Join(unsupported.Allowed, ", ")))
+		case errors.As(err, &incomplete):
+			return problem.BadRequest("the multipart body is malformed or was cut off before its end")
+		case errors.As(err, &inUse):
+			return problem.Conflict("media_in_use", fmt.Sprintf("the media is used by documents that are not deleted: %s",
+				strings.Join(inUse.DocumentIDs, ", ")))
+		case errors.Is(err, media.ErrBusy):
+			return problem.Conflict("conflict", "another request is deleting this media; try again")
+		case errors.Is(err, media.ErrUsageUnknown):
+			return problem.Unavailable("the catalog could not be asked whether documents use the media; nothing was deleted, try again shortly").
+				With("Retry-After", "5")
+		case errors.Is(err, media.ErrStorageUnavailable):
+			return problem.Unavailable("the file storage is unavailable; try again shortly").
+				With("Retry-After", "5")
+		}
+		return httpx.CommonProblem(err, "media database")
+	})
+}

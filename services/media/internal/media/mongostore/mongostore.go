@@ -1,0 +1,217 @@
+// Package mongostore keeps media records in MongoDB, collection medias. bson
+// shapes live only here.
+//
+// The media id is the document's _id (server-made and random, so never
+// reused). A deletion first sets deletingAt and deletingBy (a token of the
+// deleting request), which hides the record; then one single-document write
+// turns it into a tombstone (deletedAt) and stores the library.media.deleted
+// event in its outbox. The outbox relay publishes the event; Sweep then
+// removes the tombstone.
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
+	"github.com/doclib/services/media/internal/media"
+)
+
+// Source is the CloudEvents source of the media service's events.
+const Source = "/media"
+
+// CollectionName is where records live.
+const CollectionName = "medias"
+
+// Store implements media.Store.
+type Store struct {
+	coll *mongo.Collection
+}
+
+var _ media.Store = (*Store)(nil)
+
+// New returns a Store on db. Call EnsureIndexes once at start-up.
+func New(db *mongo.Database) *Store { return &Store{coll: db.Collection(CollectionName)} }
+
+// Collection is the records' collection, for the outbox relay.
+func (s *Store) Collection() *mongo.Collection { return s.coll }
+
+// EnsureIndexes creates the indexes; it is idempotent and safe when several
+// replicas start together.
+func (s *Store) EnsureIndexes(ctx context.Context) error {
+	return mongox.EnsureIndexes(ctx, s.coll,
+		mongox.Index("createdAt", false, "createdAt"),
+		mongox.Index("deletingAt", false, "deletingAt"),
+		mongox.Index("deletedAt", false, "deletedAt"),
+		mongox.Index("outbox", false, outbox.CountField),
+	)
+}
+
+type mediaDoc struct {
+	ID         string     `bson:"_id"`
+	Name       string     `bson:"name"`
+	MimeType   string     `bson:"mimeType"`
+	Size       int64      `bson:"size"`
+	ObjectKey  string     `bson:"objectKey"`
+	SHA256     string     `bson:"sha256"`
+	CreatedAt  time.Time  `bson:"createdAt"`
+	UpdatedAt  time.Time  `bson:"updatedAt"`
+	DeletingAt *time.Time `bson:"deletingAt,omitempty"`
+	DeletingBy string     `bson:"deletingBy,omitempty"`
+	DeletedAt  *time.Time `bson:"deletedAt,omitempty"`
+}
+
+func toDoc(m media.Media) mediaDoc {
+	return mediaDoc{
+		ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, ObjectKey: m.ObjectKey, SHA256: m.SHA256,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+	}
+}
+
+func (d mediaDoc) domain() media.Media {
+	return media.Media{
+		ID: d.ID, Name: d.Name, MimeType: d.MimeType, Size: d.Size, ObjectKey: d.ObjectKey, SHA256: d.SHA256,
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
+	}
+}
+
+var absent = bson.M{"$exists": false}
+
+// live matches records neither being deleted nor deleted.
+func live(filter bson.M) bson.M {
+	filter["deletingAt"] = absent
+	filter["deletedAt"] = absent
+	return filter
+}
+
+// published matches tombstones whose outbox is empty.
+func published(filter bson.M) bson.M {
+	filter["deletedAt"] = bson.M{"$exists": true}
+	filter["$or"] = bson.A{bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0}}
+	return filter
+}
+
+// Insert implements media.Store.
+func (s *Store) Insert(ctx context.Context, m media.Media) error {
+	_, err := s.coll.InsertOne(ctx, toDoc(m))
+	return err
+}
+
+// Get implements media.Store.
+func (s *Store) Get(ctx context.Context, id string) (media.Media, error) {
+	var d mediaDoc
+	err := s.coll.FindOne(ctx, live(bson.M{"_id": id})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return media.Media{}, media.ErrNotFound
+	}
+	if err != nil {
+		return media.Media{}, err
+	}
+	return d.domain(), nil
+}
+
+// List implements media.Store.
+func (s *Store) List(ctx context.Context) ([]media.Media, error) {
+	newest := options.Find().SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "_id", Value: -1}})
+	return s.find(ctx, live(bson.M{}), newest)
+}
+
+// Lookup implements media.Store.
+func (s *Store) Lookup(ctx context.Context, ids []string) ([]media.Media, error) {
+	return s.find(ctx, live(bson.M{"_id": bson.M{"$in": ids}}), nil)
+}
+
+// MarkDeleting implements media.Store.
+func (s *Store) MarkDeleting(ctx context.Context, id, token string, at time.Time) (media.Media, error) {
+	var d mediaDoc
+	err := s.coll.FindOneAndUpdate(ctx, live(bson.M{"_id": id}),
+		bson.M{"$set": bson.M{"deletingAt": at, "deletingBy": token}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return media.Media{}, media.ErrNotFound
+	}
+	if err != nil {
+		return media.Media{}, err
+	}
+	return d.domain(), nil
+}
+
+func heldBy(id, token string) bson.M {
+	return bson.M{"_id": id, "deletingBy": token, "deletedAt": absent}
+}
+
+// ClearDeleting implements media.Store.
+func (s *Store) ClearDeleting(ctx context.Context, id, token string) error {
+	_, err := s.coll.UpdateOne(ctx, heldBy(id, token), bson.M{"$unset": bson.M{"deletingAt": "", "deletingBy": ""}})
+	return err
+}
+
+// Tombstone implements media.Store.
+func (s *Store) Tombstone(ctx context.Context, id, token string, at time.Time) error {
+	ev, err := events.New(ctx, Source, events.MediaDeleted, events.MediaDeletedData{MediaID: id}, at)
+	if err != nil {
+		return err
+	}
+	update := bson.M{"$set": bson.M{"deletedAt": at, "updatedAt": at}}
+	if err := outbox.Add(update, ev); err != nil {
+		return err
+	}
+	res, err := s.coll.UpdateOne(ctx, heldBy(id, token), update)
+	if err != nil {
+		return err
+	}
+	if res.MatchedCount == 0 {
+		return media.ErrBusy // the mark was cleared as stuck meanwhile
+	}
+	return nil
+}
+
+// ReleaseStuck implements media.Store.
+func (s *Store) ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.coll.UpdateMany(ctx,
+		bson.M{"deletingAt": bson.M{"$lt": cutoff}, "deletedAt": absent},
+		bson.M{"$unset": bson.M{"deletingAt": "", "deletingBy": ""}})
+	if err != nil {
+		return 0, err
+	}
+	return res.ModifiedCount, nil
+}
+
+// Swept implements media.Store.
+func (s *Store) Swept(ctx context.Context) ([]media.Media, error) {
+	return s.find(ctx, published(bson.M{}), nil)
+}
+
+// Purge implements media.Store.
+func (s *Store) Purge(ctx context.Context, id string) error {
+	_, err := s.coll.DeleteOne(ctx, published(bson.M{"_id": id}))
+	return err
+}
+
+func (s *Store) find(ctx context.Context, filter bson.M, opts *options.FindOptionsBuilder) ([]media.Media, error) {
+	var cur *mongo.Cursor
+	var err error
+	if opts != nil {
+		cur, err = s.coll.Find(ctx, filter, opts)
+	} else {
+		cur, err = s.coll.Find(ctx, filter)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var docs []mediaDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make([]media.Media, len(docs))
+	for i, d := range docs {
+		out[i] = d.domain()
+	}
+	return out, nil
+}
