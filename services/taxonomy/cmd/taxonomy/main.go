@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -38,6 +40,7 @@ type settings struct {
 	logLevel string
 	mongoURI string
 	database string
+	natsURL  string
 }
 
 func load(env *config.Env) (settings, error) {
@@ -48,6 +51,7 @@ func load(env *config.Env) (settings, error) {
 		logLevel: env.String("LOG_LEVEL", "info"),
 		mongoURI: env.Required("MONGODB_URI"),
 		database: env.String("MONGODB_DATABASE", "taxonomy"),
+		natsURL:  env.Required("NATS_URL"),
 	}
 	return s, env.Err()
 }
@@ -77,12 +81,30 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
 	}
 
-	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client)})
+	nc, js, err := events.Connect(ctx, cfg.natsURL, service, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = nc.Drain() }()
+	if err := events.EnsureStream(ctx, js); err != nil {
+		return err
+	}
+	// Deletions store their events in the deleted records; the relay
+	// publishes them, then Sweep removes the finished tombstones.
+	categories, tags := store.Collections()
+	relay := outbox.NewRelay(events.NewPublisher(js, log), log,
+		outbox.RelayConfig{AfterPublish: store.Sweep}, categories, tags)
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- relay.Run(ctx) }()
+
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "nats": events.Ready(nc)})
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
-	httpapi.New(tag.NewService(store), nil).Register(engine)
+	httpapi.New(tag.NewService(store), relay.Nudge).Register(engine)
 
-	return httpx.Serve(ctx, log, cfg.server, engine, health)
+	err = httpx.Serve(ctx, log, cfg.server, engine, health)
+	<-relayDone
+	return err
 }
 
 func flush(log *slog.Logger, shutdown func(context.Context) error) {

@@ -1,0 +1,331 @@
+// Package e2e drives the real services end to end: each test starts its own
+// stack of service processes (built from this checkout) behind the real
+// gateway, on real FerretDB, NATS and MinIO, and talks HTTP to the gateway
+// as a client would.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/doclib/libs/devserver"
+	"github.com/doclib/libs/testkit"
+)
+
+// Token is the back-office token every test stack accepts.
+const Token = "e2e-token"
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "doclib-e2e-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	defer os.RemoveAll(dir)
+	testkit.Main(m)
+}
+
+// buildServices builds the four service binaries once per test binary.
+func buildServices(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			binErr = err
+			return
+		}
+		for _, s := range []string{"taxonomy", "catalog", "media", "gateway"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, s), "./services/"+s+"/cmd/"+s)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binErr = fmt.Errorf("build %s: %v\n%s", s, err, out)
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// Stack is one running system.
+type Stack struct {
+	t       *testing.T
+	URL     string // the gateway
+	addrs   map[string]string
+	env     map[string][]string
+	procs   map[string]*devserver.Process
+	natsSrv *server.Server
+	natsAt  string
+	natsDir string
+	logs    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// order is the start order; the gateway last.
+var order = []string{"taxonomy", "media", "catalog", "gateway"}
+
+// NewStack starts a full stack for t and stops it when t ends. extra holds
+// more environment per service (e.g. "gateway": {"PUBLIC_RATE_LIMIT=0"}).
+func NewStack(t *testing.T, extra map[string][]string) *Stack {
+	t.Helper()
+	buildServices(t)
+	mongoURI := testkit.MongoURI(t)
+	s3 := testkit.MinIO(t)
+	name := testkit.UniqueName(t)
+	st := &Stack{t: t, addrs: map[string]string{}, env: map[string][]string{}, procs: map[string]*devserver.Process{}, logs: &syncBuffer{}}
+	for _, s := range order {
+		addr, err := devserver.FreeAddr()
+		testkit.Must(t, err, "free port")
+		st.addrs[s] = addr
+	}
+	st.natsAt, _ = devserver.FreeAddr()
+	st.natsDir = t.TempDir()
+	st.StartNATS()
+	natsURL := "nats://" + st.natsAt
+	url := func(s string) string { return "http://" + st.addrs[s] }
+	st.env = map[string][]string{
+		"taxonomy": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "tax", "NATS_URL=" + natsURL},
+		"media": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "med", "NATS_URL=" + natsURL,
+			"CATALOG_URL=" + url("catalog"), "S3_ENDPOINT=" + s3.Endpoint, "S3_ACCESS_KEY=" + s3.AccessKey,
+			"S3_SECRET_KEY=" + s3.SecretKey, "S3_BUCKET=" + name},
+		"catalog": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "cat", "NATS_URL=" + natsURL,
+			"TAXONOMY_URL=" + url("taxonomy"), "MEDIA_URL=" + url("media")},
+		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),
+			"BO_API_TOKENS=" + Token, "SHUTDOWN_DRAIN_DELAY=0s"},
+	}
+	for s, e := range extra {
+		st.env[s] = append(st.env[s], e...)
+	}
+	for _, s := range order {
+		st.env[s] = append(st.env[s], "HTTP_ADDR="+st.addrs[s], "LOG_LEVEL=debug")
+	}
+	st.URL = url("gateway")
+	t.Cleanup(func() {
+		for i := len(order) - 1; i >= 0; i-- {
+			if p := st.procs[order[i]]; p != nil {
+				p.Stop()
+			}
+		}
+		st.StopNATS()
+		if t.Failed() {
+			t.Logf("service logs:\n%s", tail(st.logs.String(), 60))
+		}
+	})
+	for _, s := range order {
+		st.Start(s)
+	}
+	return st
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Start starts (or restarts) service s and waits until it is ready.
+func (st *Stack) Start(s string) {
+	st.t.Helper()
+	p, err := devserver.Start(s, filepath.Join(binDir, s), nil, st.env[s], prefix(st.logs, s))
+	testkit.Must(st.t, err, "start "+s)
+	st.procs[s] = p
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	testkit.Must(st.t, devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz"), s+" ready")
+}
+
+// Stop stops service s (SIGTERM, graceful).
+func (st *Stack) Stop(s string) {
+	st.procs[s].Stop()
+	st.procs[s] = nil
+}
+
+// StartNATS starts the stack's NATS server (again), on the same address and
+// store, so streams and consumers survive a restart.
+func (st *Stack) StartNATS() {
+	st.t.Helper()
+	s, err := devserver.NATS(st.natsAt, st.natsDir)
+	testkit.Must(st.t, err, "start NATS")
+	st.natsSrv = s
+}
+
+// StopNATS stops the stack's NATS server.
+func (st *Stack) StopNATS() {
+	if st.natsSrv != nil {
+		st.natsSrv.Shutdown()
+		st.natsSrv.WaitForShutdown()
+		st.natsSrv = nil
+	}
+}
+
+func prefix(w io.Writer, name string) io.Writer {
+	r, pw := io.Pipe()
+	go func() {
+		buf := make([]byte, 64<<10)
+		var line []byte
+		for {
+			n, err := r.Read(buf)
+			for _, b := range buf[:n] {
+				line = append(line, b)
+				if b == '\n' {
+					_, _ = w.Write(append([]byte(name+" | "), line...))
+					line = line[:0]
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return pw
+}
+
+// Response is an HTTP answer read whole.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test if it is not JSON.
+func (r Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", r.Body, err)
+	}
+}
+
+// Problem is a problem+json body.
+type Problem struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+	Errors []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// Problem decodes a problem body, checking its content type and status.
+func (r Response) Problem(t testing.TB) Problem {
+	t.Helper()
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json; body %s", ct, r.Body)
+	}
+	var p Problem
+	r.JSON(t, &p)
+	if p.Status != r.Status {
+		t.Errorf("problem status %d != HTTP status %d", p.Status, r.Status)
+	}
+	return p
+}
+
+// Fields lists the failing fields of a problem.
+func (p Problem) Fields() string {
+	var f []string
+	for _, e := range p.Errors {
+		f = append(f, e.Field)
+	}
+	return strings.Join(f, ",")
+}
+
+// Req sends a request to the gateway. A body that is a string is sent as
+// application/json unless headers say otherwise.
+func (st *Stack) Req(method, path string, body any, headers ...string) Response {
+	st.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	case io.Reader:
+		rd = b
+	default:
+		raw, err := json.Marshal(b)
+		testkit.Must(st.t, err, "encode body")
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, st.URL+path, rd)
+	testkit.Must(st.t, err, "request")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	testkit.Must(st.t, err, method+" "+path)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	testkit.Must(st.t, err, "read body")
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// BO sends a back-office request with the stack's token.
+func (st *Stack) BO(method, path string, body any, headers ...string) Response {
+	st.t.Helper()
+	return st.Req(method, path, body, append([]string{"Authorization", "Bearer " + Token}, headers...)...)
+}
+
+// Must sends a back-office request and fails unless it answers want.
+func (st *Stack) Must(method, path string, body any, want int) Response {
+	st.t.Helper()
+	r := st.BO(method, path, body)
+	if r.Status != want {
+		st.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.Status, want, r.Body)
+	}
+	return r
+}
+
+// Eventually polls cond until it holds or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

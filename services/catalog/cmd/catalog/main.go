@@ -1,0 +1,131 @@
+// Command catalog serves documents: the public listing, detail and
+// downloads, the back-office writes, and the internal media-usage lookup.
+// It consumes the deletion events of the taxonomy and media services.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/services/catalog/internal/consumers"
+	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/document/mongostore"
+	"github.com/doclib/services/catalog/internal/httpapi"
+	"github.com/doclib/services/catalog/internal/upstream"
+)
+
+const service = "catalog"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, service+":", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	server      httpx.ServerConfig
+	logLevel    string
+	mongoURI    string
+	database    string
+	natsURL     string
+	taxonomyURL *url.URL
+	mediaURL    *url.URL
+}
+
+func load(env *config.Env) (settings, error) {
+	s := settings{
+		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
+			// Downloads of PDF documents stream media bytes through here.
+			Addr: ":8082", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Minute,
+		}),
+		logLevel:    env.String("LOG_LEVEL", "info"),
+		mongoURI:    env.Required("MONGODB_URI"),
+		database:    env.String("MONGODB_DATABASE", "catalog"),
+		natsURL:     env.Required("NATS_URL"),
+		taxonomyURL: env.URL("TAXONOMY_URL", ""),
+		mediaURL:    env.URL("MEDIA_URL", ""),
+	}
+	return s, env.Err()
+}
+
+func run(ctx context.Context) error {
+	env := config.FromEnviron()
+	cfg, err := load(env)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	shutdownTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer flush(log, "telemetry", shutdownTelemetry)
+
+	client, err := mongox.Connect(cfg.mongoURI)
+	if err != nil {
+		return err
+	}
+	defer flush(log, "mongodb", client.Disconnect)
+	store := mongostore.New(client.Database(cfg.database))
+	if err := store.EnsureIndexes(ctx); err != nil {
+		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
+	}
+
+	nc, js, err := events.Connect(ctx, cfg.natsURL, service, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = nc.Drain() }()
+	if err := events.EnsureStream(ctx, js); err != nil {
+		return err
+	}
+	relay := outbox.NewRelay(events.NewPublisher(js, log), log, outbox.RelayConfig{}, store.Documents())
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- relay.Run(ctx) }()
+	stopConsumers, err := consumers.Start(ctx, js, store, log)
+	if err != nil {
+		return err
+	}
+
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "nats": events.Ready(nc)})
+	engine := httpx.NewEngine(service, log)
+	health.Register(engine)
+	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL))
+	httpapi.New(svc, store, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
+
+	err = httpx.Serve(ctx, log, cfg.server, engine, health)
+	// In-flight requests are done: stop taking events, then let the relay finish.
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := stopConsumers(sctx); serr != nil {
+		log.Warn("consumers stop", "error", serr)
+	}
+	<-relayDone
+	return err
+}
+
+func flush(log *slog.Logger, what string, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		log.Warn(what+" shutdown", "error", err)
+	}
+}

@@ -1,0 +1,109 @@
+// Package consumers applies the other contexts' deletion events to the
+// catalog: a deleted tag (alone or with its category) leaves every
+// document's tagsIds, and a deleted media leaves the deleted documents that
+// still name it. Every handler is idempotent, so a redelivered event changes
+// nothing more.
+package consumers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/doclib/libs/events"
+)
+
+// Store is what the handlers change.
+type Store interface {
+	RemoveTags(ctx context.Context, tagIDs []string) (int64, error)
+	DropMedia(ctx context.Context, mediaID string) (int64, error)
+}
+
+// Start runs the catalog's three durable consumers until Stop.
+func Start(ctx context.Context, js jetstream.JetStream, store Store, log *slog.Logger) (stop func(context.Context) error, err error) {
+	h := handlers{store: store, log: log}
+	specs := []struct {
+		cfg events.ConsumerConfig
+		fn  events.Handler
+	}{
+		{events.ConsumerConfig{Name: "catalog-tag-deleted", Subjects: []string{events.TagDeleted}}, h.tagDeleted},
+		{events.ConsumerConfig{Name: "catalog-category-deleted", Subjects: []string{events.CategoryDeleted}}, h.categoryDeleted},
+		{events.ConsumerConfig{Name: "catalog-media-deleted", Subjects: []string{events.MediaDeleted}}, h.mediaDeleted},
+	}
+	var running []*events.Consumer
+	stopAll := func(ctx context.Context) error {
+		var errs []error
+		for _, c := range running {
+			errs = append(errs, c.Stop(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	for _, s := range specs {
+		c, err := events.StartConsumer(ctx, js, s.cfg, s.fn, log)
+		if err != nil {
+			_ = stopAll(ctx)
+			return nil, err
+		}
+		running = append(running, c)
+	}
+	return stopAll, nil
+}
+
+type handlers struct {
+	store Store
+	log   *slog.Logger
+}
+
+// decode reads e's data into v; data that does not decode, or lacks the id
+// it is about, is poison: retrying cannot help.
+func decode(e events.Envelope, v any, id func() string) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return events.Permanent(fmt.Errorf("%s data: %w", e.Type, err))
+	}
+	if id() == "" {
+		return events.Permanent(fmt.Errorf("%s data lacks its id", e.Type))
+	}
+	return nil
+}
+
+func (h handlers) tagDeleted(ctx context.Context, e events.Envelope) error {
+	var d events.TagDeletedData
+	if err := decode(e, &d, func() string { return d.TagID }); err != nil {
+		return err
+	}
+	n, err := h.store.RemoveTags(ctx, []string{d.TagID})
+	if err == nil {
+		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", d.TagID, "documents", n)
+	}
+	return err
+}
+
+func (h handlers) categoryDeleted(ctx context.Context, e events.Envelope) error {
+	var d events.CategoryDeletedData
+	if err := decode(e, &d, func() string { return d.CategoryID }); err != nil {
+		return err
+	}
+	// Each tag also has its own event; removing them here too makes the
+	// category event enough on its own, and is harmless twice.
+	n, err := h.store.RemoveTags(ctx, d.TagsIDs)
+	if err == nil {
+		h.log.InfoContext(ctx, "event applied: category's tags removed from documents", "event_id", e.ID, "category_id", d.CategoryID, "documents", n)
+	}
+	return err
+}
+
+func (h handlers) mediaDeleted(ctx context.Context, e events.Envelope) error {
+	var d events.MediaDeletedData
+	if err := decode(e, &d, func() string { return d.MediaID }); err != nil {
+		return err
+	}
+	n, err := h.store.DropMedia(ctx, d.MediaID)
+	if err == nil {
+		h.log.InfoContext(ctx, "event applied: media references dropped", "event_id", e.ID, "media_id", d.MediaID, "documents", n)
+	}
+	return err
+}

@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/problem"
+	"github.com/doclib/services/catalog/internal/document"
+)
+
+const (
+	publicCheckEvery = 100 * time.Millisecond
+	maxAge           = 5 * time.Second
+)
+
+// download serves a document's file: PDF streams the media's bytes from the
+// media service (Range and conditional headers pass through); MARKDOWN and
+// HTML serve the content as a file; LINK has none.
+func (h *Handler) download(admin bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var d document.Document
+		var err error
+		if admin {
+			d, err = h.svc.Get(c, c.Param("id"))
+		} else {
+			d, err = h.svc.GetLive(c, c.Param("id"))
+		}
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		switch {
+		case d.Type == document.PDF && d.File != nil:
+			c.Request.URL.Path = "/internal/medias/" + url.PathEscape(d.File.ID) + "/download"
+			h.media.ServeHTTP(c.Writer, c.Request)
+		case d.Type.Inline():
+			serveContent(c, d)
+		default:
+			fail(c, document.ErrNoFile)
+		}
+	}
+}
+
+func serveContent(c *gin.Context, d document.Document) {
+	ctype, ext := "text/markdown; charset=utf-8", ".md"
+	if d.Type == document.HTML {
+		ctype, ext = "text/html; charset=utf-8", ".html"
+		// Opened directly, the page runs in a sandbox: no script, no
+		// same-origin access, even if sanitising ever missed something.
+		c.Header("Content-Security-Policy", "sandbox")
+	}
+	sum := sha256.Sum256([]byte(d.Content))
+	h := c.Writer.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
+	h.Set("Content-Disposition", httpx.ContentDisposition("attachment", fileName(d.Title)+ext))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	http.ServeContent(c.Writer, c.Request, "", d.UpdatedAt, strings.NewReader(d.Content))
+}
+
+// fileName makes a file name out of a title: no path separators or control
+// characters, at most 200 bytes.
+func fileName(title string) string {
+	name := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || strings.ContainsRune(`/\:*?"<>|`, r) {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(title))
+	for len(name) > 200 {
+		_, size := lastRune(name)
+		name = name[:len(name)-size]
+	}
+	if name == "" {
+		return "document"
+	}
+	return name
+}
+
+func lastRune(s string) (rune, int) {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] < 0x80 || s[i] >= 0xC0 {
+			return rune(s[i]), len(s) - i
+		}
+	}
+	return 0, 1
+}
+
+// mediaProxy streams a media download from the media service, request and
+// response headers (Range, If-None-Match, ETag, Content-Range...) untouched.
+func mediaProxy(target *url.URL) http.Handler {
+	if target == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			problem.Write(w, problem.Unavailable("the media service is not configured"))
+		})
+	}
+	transport := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 15 * time.Second,
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			path := r.In.URL.Path
+			r.SetURL(target)
+			r.Out.URL.Path, r.Out.URL.RawPath = path, ""
+			r.Out.URL.RawQuery = ""
+			r.Out.Header.Del("Cookie")
+			r.Out.Header.Del("Authorization")
+		},
+		Transport: otelhttp.NewTransport(transport),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
+			problem.Write(w, problem.Unavailable("the media service is unavailable, so the file cannot be sent; try again shortly"))
+		},
+	}
+}

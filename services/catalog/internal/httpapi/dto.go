@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/services/catalog/internal/document"
+)
+
+// documentInput is DocumentCreate / DocumentUpdate: the common fields plus
+// those of every variant; the document's type picks which are used.
+type documentInput struct {
+	Type      string   `json:"type"`
+	Title     string   `json:"title"`
+	TagsIDs   []string `json:"tagsIds"`
+	URL       string   `json:"url"`
+	Content   string   `json:"content"`
+	Sources   []string `json:"sources"`
+	ImagesIDs []string `json:"imagesIds"`
+	FileID    string   `json:"fileId"`
+}
+
+func (in documentInput) domain() document.Input {
+	return document.Input{Type: in.Type, Title: in.Title, TagsIDs: in.TagsIDs, URL: in.URL,
+		Content: in.Content, Sources: in.Sources, ImagesIDs: in.ImagesIDs, FileID: in.FileID}
+}
+
+// documentShort is DocumentShort; documentAdminShort adds the BO fields.
+type documentShort struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title"`
+	Type    string   `json:"type"`
+	URL     string   `json:"url,omitempty"`
+	TagsIDs []string `json:"tagsIds"`
+}
+
+type documentAdminShort struct {
+	documentShort
+	IsDeleted bool   `json:"isDeleted"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+type fileRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// documentDetail is Document; documentAdmin adds the BO fields.
+type documentDetail struct {
+	documentShort
+	Content   *string  `json:"content,omitempty"`
+	Sources   []string `json:"sources"`
+	ImagesIDs []string `json:"imagesIds,omitempty"`
+	File      *fileRef `json:"file,omitempty"`
+}
+
+type documentAdmin struct {
+	documentDetail
+	IsDeleted bool   `json:"isDeleted"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+type mediaUsage struct {
+	InUse       bool     `json:"inUse"`
+	DocumentIDs []string `json:"documentIds"`
+}
+
+func toShort(s document.Summary) documentShort {
+	return documentShort{ID: s.ID, Title: s.Title, Type: string(s.Type), URL: s.URL, TagsIDs: s.TagsIDs}
+}
+
+func toAdminShort(s document.Summary) documentAdminShort {
+	return documentAdminShort{documentShort: toShort(s), IsDeleted: s.IsDeleted,
+		CreatedAt: httpx.FormatTime(s.CreatedAt), UpdatedAt: httpx.FormatTime(s.UpdatedAt)}
+}
+
+func toDetail(d document.Document) documentDetail {
+	out := documentDetail{
+		documentShort: documentShort{ID: d.ID, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: d.TagsIDs},
+		Sources:       []string{},
+	}
+	if d.Type.Inline() {
+		content := d.Content
+		out.Content, out.Sources, out.ImagesIDs = &content, d.Sources, d.ImagesIDs
+		if out.ImagesIDs == nil {
+			out.ImagesIDs = []string{}
+		}
+	}
+	if d.File != nil {
+		out.File = &fileRef{ID: d.File.ID, Name: d.File.Name}
+	}
+	return out
+}
+
+func toAdmin(d document.Document) documentAdmin {
+	return documentAdmin{documentDetail: toDetail(d), IsDeleted: d.IsDeleted,
+		CreatedAt: httpx.FormatTime(d.CreatedAt), UpdatedAt: httpx.FormatTime(d.UpdatedAt)}
+}

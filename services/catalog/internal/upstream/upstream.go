@@ -1,0 +1,103 @@
+// Package upstream asks the services that own tags and media whether the
+// ids a document references exist. It asks them over their internal HTTP
+// lookups at write time instead of keeping a local copy fed by events: a
+// copy would lag behind a tag or media created a moment ago, and several
+// catalog replicas would each need their own. A slow or down service is an
+// *document.UnavailableError within Timeout, never a wrong answer.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/doclib/services/catalog/internal/document"
+)
+
+// Timeout bounds one lookup.
+const Timeout = 5 * time.Second
+
+// Client implements document.References.
+type Client struct {
+	taxonomy, media *url.URL
+	http            *http.Client
+}
+
+var _ document.References = (*Client)(nil)
+
+// New returns a client of the taxonomy and media services at those base URLs.
+func New(taxonomy, media *url.URL) *Client {
+	return &Client{taxonomy: taxonomy, media: media, http: &http.Client{
+		Timeout:   Timeout,
+		Transport: otelhttp.NewTransport(http.DefaultTransport),
+	}}
+}
+
+type tagDTO struct {
+	ID string `json:"id"`
+}
+
+type mediaDTO struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	MimeType string `json:"mimeType"`
+}
+
+// Tags implements document.References.
+func (c *Client) Tags(ctx context.Context, ids []string) (map[string]bool, error) {
+	var tags []tagDTO
+	if err := c.lookup(ctx, "taxonomy service", c.taxonomy, "/internal/tags", ids, &tags); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		out[t.ID] = true
+	}
+	return out, nil
+}
+
+// Medias implements document.References.
+func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.Media, error) {
+	var medias []mediaDTO
+	if err := c.lookup(ctx, "media service", c.media, "/internal/medias", ids, &medias); err != nil {
+		return nil, err
+	}
+	out := make(map[string]document.Media, len(medias))
+	for _, m := range medias {
+		out[m.ID] = document.Media{ID: m.ID, Name: m.Name, MimeType: m.MimeType}
+	}
+	return out, nil
+}
+
+func (c *Client) lookup(ctx context.Context, service string, base *url.URL, path string, ids []string, out any) error {
+	u := base.JoinPath(path)
+	q := url.Values{}
+	for _, id := range ids {
+		if !strings.Contains(id, ",") { // an id with a comma cannot exist
+			q.Add("ids", id)
+		}
+	}
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &document.UnavailableError{Service: service, Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &document.UnavailableError{Service: service, Err: fmt.Errorf("lookup answered %s", resp.Status)}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return &document.UnavailableError{Service: service, Err: fmt.Errorf("lookup answer: %w", err)}
+	}
+	return nil
+}
