@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -50,6 +51,11 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
+	// deleting holds the ids this process is deleting. FerretDB v1 does
+	// not apply a conditional update atomically, so two concurrent marks
+	// of one record can both succeed; this closes that window within a
+	// replica (MongoDB closes it across replicas).
+	deleting sync.Map
 }
 
 // NewService returns a Service. Zero Config fields take the defaults.
@@ -219,6 +225,10 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if !ValidID(id) {
 		return ErrNotFound
 	}
+	if _, busy := s.deleting.LoadOrStore(id, true); busy {
+		return ErrBusy
+	}
+	defer s.deleting.Delete(id)
 	token := newToken()
 	m, err := s.store.MarkDeleting(ctx, id, token, s.now())
 	if err != nil {

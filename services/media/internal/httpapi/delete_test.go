@@ -1,0 +1,179 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/media/internal/media"
+)
+
+type storedDoc struct {
+	ObjectKey   string                  `bson:"objectKey"`
+	SHA256      string                  `bson:"sha256"`
+	DeletingAt  *time.Time              `bson:"deletingAt"`
+	DeletedAt   *time.Time              `bson:"deletedAt"`
+	Outbox      map[string]outbox.Entry `bson:"outbox"`
+	OutboxCount int                     `bson:"outboxCount"`
+}
+
+func (a *api) doc(id string) (storedDoc, bool) {
+	a.t.Helper()
+	var d storedDoc
+	err := a.store.Collection().FindOne(context.Background(), bson.M{"_id": id}).Decode(&d)
+	if err != nil {
+		return d, false
+	}
+	return d, true
+}
+
+func (a *api) objectExists(key string) bool {
+	a.t.Helper()
+	ok, err := a.blobs.Exists(context.Background(), key)
+	testkit.Must(a.t, err, "stat object")
+	return ok
+}
+
+func TestDeleteInUse(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	content := sample(pdfHead, 1000, 1)
+	m := a.mustUpload("used.pdf", content)
+	a.catalog.use(m.ID, "doc1", "doc2")
+
+	p := a.serve(req("DELETE", "/bo/medias/"+m.ID)).problem(t, 409, "media_in_use")
+	if !strings.Contains(p.Detail, "doc1") || !strings.Contains(p.Detail, "doc2") {
+		t.Errorf("detail %q should name the documents", p.Detail)
+	}
+	if r := a.get("/public/medias/" + m.ID + "/download"); r.status != 200 || !bytes.Equal(r.body, content) {
+		t.Errorf("after a refused delete, download: status %d, want 200 and the file", r.status)
+	}
+	a.must("GET", "/bo/medias/"+m.ID, 200)
+	if d, _ := a.doc(m.ID); d.DeletingAt != nil || d.DeletedAt != nil || d.OutboxCount != 0 {
+		t.Errorf("record after a refused delete %+v, want it live and without events", d)
+	}
+	if a.deleted != 0 {
+		t.Errorf("deletion hook ran %d times, want 0", a.deleted)
+	}
+}
+
+func TestDeleteWhileCatalogDown(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	m := a.mustUpload("a.png", sample(pngHead, 1000, 1))
+	a.catalog.srv.Close()
+	within(t, 8*time.Second, "delete with the catalog down", func() {
+		a.serve(req("DELETE", "/bo/medias/"+m.ID)).problem(t, 503, "unavailable")
+	})
+	a.must("GET", "/bo/medias/"+m.ID+"/download", 200)
+	var list []adminMedia
+	a.must("GET", "/bo/medias", 200).json(t, &list)
+	if len(list) != 1 {
+		t.Errorf("list has %d media, want the one not deleted", len(list))
+	}
+}
+
+func TestDeleteThenSweep(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	m := a.mustUpload("gone.pdf", sample(pdfHead, 1000, 1))
+	keep := a.mustUpload("kept.pdf", sample(pdfHead, 1000, 2))
+	d, _ := a.doc(m.ID)
+	if !a.objectExists(d.ObjectKey) {
+		t.Fatal("the object is not in the bucket after the upload")
+	}
+
+	a.must("DELETE", "/bo/medias/"+m.ID, 204)
+	if a.deleted != 1 {
+		t.Errorf("deletion hook ran %d times, want 1", a.deleted)
+	}
+	a.get("/bo/medias/"+m.ID).problem(t, 404, "not_found")
+	a.get("/public/medias/"+m.ID).problem(t, 404, "not_found")
+	a.get("/public/medias/"+m.ID+"/download").problem(t, 404, "not_found")
+	a.serve(req("DELETE", "/bo/medias/"+m.ID)).problem(t, 404, "not_found")
+	if r := a.must("GET", "/internal/medias?ids="+m.ID, 200); string(r.body) != "[]" {
+		t.Errorf("lookup of a deleted media: %s, want []", r.body)
+	}
+	if a.objectExists(d.ObjectKey) {
+		t.Error("the object is still in the bucket after the delete")
+	}
+
+	tomb, ok := a.doc(m.ID)
+	if !ok || tomb.DeletedAt == nil || tomb.OutboxCount != 1 || len(tomb.Outbox) != 1 {
+		t.Fatalf("tombstone %+v, want deletedAt and one pending event", tomb)
+	}
+	for _, e := range tomb.Outbox {
+		var env events.Envelope
+		testkit.Must(t, json.Unmarshal([]byte(e.Envelope), &env), "envelope")
+		if e.Subject != events.MediaDeleted || env.Type != events.MediaDeleted || env.Source != "/media" ||
+			string(env.Data) != `{"mediaId":"`+m.ID+`"}` {
+			t.Errorf("event %s %+v, want %s with mediaId", e.Subject, env, events.MediaDeleted)
+		}
+	}
+
+	// Until the event is published the tombstone stays; should the
+	// immediate removal have failed, the object comes back here.
+	a.putObject(d.ObjectKey)
+	testkit.Must(t, a.svc.Sweep(context.Background()), "sweep")
+	if _, ok := a.doc(m.ID); !ok {
+		t.Error("the sweep removed a tombstone whose event is not published")
+	}
+	// The relay publishes: the outbox empties.
+	_, err := a.store.Collection().UpdateOne(context.Background(), bson.M{"_id": m.ID},
+		bson.M{"$unset": bson.M{outbox.Field: ""}, "$set": bson.M{outbox.CountField: 0}})
+	testkit.Must(t, err, "empty the outbox")
+	testkit.Must(t, a.svc.Sweep(context.Background()), "sweep")
+	if _, ok := a.doc(m.ID); ok {
+		t.Error("the tombstone is still there after the sweep")
+	}
+	if a.objectExists(d.ObjectKey) {
+		t.Error("the object is still there after the sweep")
+	}
+	testkit.Must(t, a.svc.Sweep(context.Background()), "sweep again")
+	a.must("GET", "/bo/medias/"+keep.ID+"/download", 200)
+}
+
+func TestSweepReleasesStuckDeletions(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	m := a.mustUpload("a.pdf", sample(pdfHead, 100, 1))
+	fresh := a.mustUpload("b.pdf", sample(pdfHead, 100, 2))
+	coll := a.store.Collection()
+	ctx := context.Background()
+	// A crash right after the mark: an old mark and a recent one.
+	_, err := coll.UpdateOne(ctx, bson.M{"_id": m.ID}, bson.M{"$set": bson.M{"deletingAt": time.Now().Add(-2 * time.Minute), "deletingBy": "x"}})
+	testkit.Must(t, err, "mark")
+	_, err = coll.UpdateOne(ctx, bson.M{"_id": fresh.ID}, bson.M{"$set": bson.M{"deletingAt": time.Now(), "deletingBy": "y"}})
+	testkit.Must(t, err, "mark")
+	a.get("/bo/medias/"+m.ID+"/download").problem(t, 404, "not_found")
+	a.serve(req("DELETE", "/bo/medias/"+m.ID)).problem(t, 404, "not_found")
+
+	testkit.Must(t, a.svc.Sweep(ctx), "sweep")
+	a.must("GET", "/bo/medias/"+m.ID+"/download", 200)
+	a.get("/bo/medias/"+fresh.ID).problem(t, 404, "not_found") // still being deleted
+	a.must("DELETE", "/bo/medias/"+m.ID, 204)
+}
+
+func TestConcurrentDeletesAndUse(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	m := a.mustUpload("a.pdf", sample(pdfHead, 100, 1))
+	codes := make(chan int, 4)
+	for range 4 {
+		go func() { codes <- a.serve(req("DELETE", "/bo/medias/"+m.ID)).status }()
+	}
+	got := map[int]int{}
+	for range 4 {
+		got[<-codes]++
+	}
+	if got[204] != 1 || got[404]+got[409] != 3 {
+		t.Errorf("statuses of 4 concurrent deletes %v, want one 204 and three 404 or 409", got)
+	}
+	a.get("/bo/medias/"+m.ID).problem(t, 404, "not_found")
+	if d, _ := a.doc(m.ID); d.OutboxCount != 1 {
+		t.Errorf("tombstone with %d events, want 1", d.OutboxCount)
+	}
+}

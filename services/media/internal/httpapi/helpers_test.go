@@ -1,0 +1,308 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/doclib/libs/devserver"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/media/internal/httpapi"
+	"github.com/doclib/services/media/internal/media"
+	"github.com/doclib/services/media/internal/media/miniostore"
+	"github.com/doclib/services/media/internal/media/mongostore"
+	"github.com/doclib/services/media/internal/usage"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// catalog fakes the catalog's GET /internal/media-usage/:id.
+type catalog struct {
+	mu    sync.Mutex
+	used  map[string][]string
+	calls int
+	srv   *httptest.Server
+}
+
+func newCatalog(t *testing.T) *catalog {
+	c := &catalog{used: map[string][]string{}}
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := strings.CutPrefix(r.URL.Path, "/internal/media-usage/")
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		c.mu.Lock()
+		c.calls++
+		docs := c.used[id]
+		c.mu.Unlock()
+		if docs == nil {
+			docs = []string{}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"inUse": len(docs) > 0, "documentIds": docs})
+	}))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+func (c *catalog) use(mediaID string, docs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.used[mediaID] = docs
+}
+
+type api struct {
+	t       *testing.T
+	h       http.Handler
+	svc     *media.Service
+	store   *mongostore.Store
+	blobs   *miniostore.Store
+	catalog *catalog
+	deleted int
+}
+
+// newAPI builds the real engine on this test's own database and bucket.
+func newAPI(t *testing.T, cfg media.Config) *api {
+	t.Helper()
+	t.Parallel()
+	return newAPIOn(t, cfg, testkit.MinIO(t))
+}
+
+func newAPIOn(t *testing.T, cfg media.Config, cred devserver.MinIOCredentials) *api {
+	t.Helper()
+	ctx := context.Background()
+	store := mongostore.New(testkit.Mongo(t))
+	testkit.Must(t, store.EnsureIndexes(ctx), "indexes")
+	blobs, err := miniostore.New(miniostore.Config{
+		Endpoint: cred.Endpoint, AccessKey: cred.AccessKey, SecretKey: cred.SecretKey,
+		Bucket: testkit.UniqueName(t), Region: "us-east-1",
+	})
+	testkit.Must(t, err, "minio client")
+	testkit.Must(t, blobs.EnsureBucket(ctx), "bucket")
+	testkit.Must(t, blobs.EnsureBucket(ctx), "bucket again")
+	a := &api{t: t, store: store, blobs: blobs, catalog: newCatalog(t)}
+	log := slog.New(slog.DiscardHandler)
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	catalogURL, _ := url.Parse(a.catalog.srv.URL)
+	a.svc = media.NewService(store, blobs, usage.New(catalogURL), cfg, log)
+	e := httpx.NewEngine("media", log)
+	httpapi.New(a.svc, log, func() { a.deleted++ }).Register(e)
+	a.h = e
+	return a
+}
+
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", r.body, err)
+	}
+}
+
+type problemBody struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// problem checks r is a problem document with status and code.
+func (r response) problem(t *testing.T, status int, code string) problemBody {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	var p problemBody
+	r.json(t, &p)
+	if p.Status != status || p.Code != code {
+		t.Errorf("problem %+v, want status %d code %s", p, status, code)
+	}
+	return p
+}
+
+func (a *api) serve(req *http.Request) response {
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	return response{rec.Code, rec.Header(), rec.Body.Bytes()}
+}
+
+func (a *api) get(path string, header ...string) response {
+	a.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return a.serve(req)
+}
+
+func (a *api) must(method, path string, want int) response {
+	a.t.Helper()
+	r := a.serve(httptest.NewRequest(method, path, nil))
+	if r.status != want {
+		a.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.status, want, r.body)
+	}
+	return r
+}
+
+// part is one part of a multipart body.
+type part struct {
+	field, filename, contentType string
+	content                      []byte
+}
+
+func multipartBody(t *testing.T, parts ...part) (string, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		cd := fmt.Sprintf(`form-data; name=%q`, p.field)
+		switch {
+		case strings.ContainsFunc(p.filename, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			// Control characters cannot travel in a quoted header value.
+			var enc strings.Builder
+			for _, b := range []byte(p.filename) {
+				fmt.Fprintf(&enc, "%%%02X", b)
+			}
+			cd += "; filename*=UTF-8''" + enc.String()
+		case p.filename != "":
+			cd += `; filename="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(p.filename) + `"`
+		}
+		h.Set("Content-Disposition", cd)
+		if p.contentType != "" {
+			h.Set("Content-Type", p.contentType)
+		}
+		pw, err := w.CreatePart(h)
+		testkit.Must(t, err, "create part")
+		_, _ = pw.Write(p.content)
+	}
+	testkit.Must(t, w.Close(), "close multipart")
+	return w.FormDataContentType(), buf.Bytes()
+}
+
+func (a *api) upload(parts ...part) response {
+	a.t.Helper()
+	ct, body := multipartBody(a.t, parts...)
+	req := httptest.NewRequest(http.MethodPost, "/bo/medias", bytes.NewReader(body))
+	req.Header.Set("Content-Type", ct)
+	return a.serve(req)
+}
+
+type adminMedia struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MimeType  string `json:"mimeType"`
+	Size      int64  `json:"size"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// mustUpload uploads content as the file part and returns the record.
+func (a *api) mustUpload(filename string, content []byte) adminMedia {
+	a.t.Helper()
+	r := a.upload(part{"file", filename, "application/octet-stream", content})
+	if r.status != http.StatusCreated {
+		a.t.Fatalf("upload %q: status %d, want 201; body %s", filename, r.status, r.body)
+	}
+	var m adminMedia
+	r.json(a.t, &m)
+	if loc := r.header.Get("Location"); loc != "/bo/medias/"+m.ID {
+		a.t.Errorf("Location %q, want /bo/medias/%s", loc, m.ID)
+	}
+	return m
+}
+
+// assertEmpty checks that nothing was left behind: no record, no object, no
+// unfinished multipart upload.
+func (a *api) assertEmpty() {
+	a.t.Helper()
+	ctx := context.Background()
+	n, err := a.store.Collection().CountDocuments(ctx, bson.M{})
+	testkit.Must(a.t, err, "count records")
+	if n != 0 {
+		a.t.Errorf("%d record(s) left in the collection, want none", n)
+	}
+	keys, err := a.blobs.Keys(ctx)
+	testkit.Must(a.t, err, "list objects")
+	if len(keys) != 0 {
+		a.t.Errorf("objects left in the bucket: %v", keys)
+	}
+	up, err := a.blobs.IncompleteUploads(ctx)
+	testkit.Must(a.t, err, "list incomplete uploads")
+	if up != 0 {
+		a.t.Errorf("%d unfinished multipart upload(s) left, want none", up)
+	}
+}
+
+// Sample contents whose first bytes make their type.
+var (
+	pngHead  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	jpegHead = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00")
+	gifHead  = []byte("GIF89a\x01\x00\x01\x00")
+	webpHead = []byte("RIFF\x24\x00\x00\x00WEBPVP8 ")
+	pdfHead  = []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+)
+
+// sample returns head followed by random bytes, n in all.
+func sample(head []byte, n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	_, _ = r.Read(b)
+	copy(b, head)
+	return b
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func within(t *testing.T, limit time.Duration, what string, f func()) {
+	t.Helper()
+	start := time.Now()
+	f()
+	if d := time.Since(start); d > limit {
+		t.Errorf("%s took %s, want at most %s", what, d.Round(time.Millisecond), limit)
+	} else {
+		t.Logf("%s took %s", what, d.Round(time.Millisecond))
+	}
+}
+
+func req(method, path string) *http.Request { return httptest.NewRequest(method, path, nil) }
+
+// putObject writes a small object at key, as if a removal had failed.
+func (a *api) putObject(key string) {
+	a.t.Helper()
+	testkit.Must(a.t, a.blobs.Put(context.Background(), key, "application/pdf", bytes.NewReader(pdfHead)), "put object")
+}
