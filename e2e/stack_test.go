@@ -145,7 +145,9 @@ func NewStack(t *testing.T, extra map[string][]string) *Stack {
 		}
 		st.StopNATS()
 		if t.Failed() {
-			t.Logf("service logs:\n%s", tail(st.logs.String(), 60))
+			path := filepath.Join(os.TempDir(), "doclib-e2e-"+testkit.UniqueName(t)+".log")
+			_ = os.WriteFile(path, []byte(st.logs.String()), 0o644)
+			t.Logf("service logs in %s; the last lines:\n%s", path, tail(st.logs.String(), 30))
 		}
 	})
 	for _, s := range order {

@@ -47,10 +47,10 @@ type fileRef struct {
 // documentDetail is Document; documentAdmin adds the BO fields.
 type documentDetail struct {
 	documentShort
-	Content   *string  `json:"content,omitempty"`
-	Sources   []string `json:"sources"`
-	ImagesIDs []string `json:"imagesIds,omitempty"`
-	File      *fileRef `json:"file,omitempty"`
+	Content   *string   `json:"content,omitempty"`
+	Sources   []string  `json:"sources"`
+	ImagesIDs *[]string `json:"imagesIds,omitempty"` // a pointer: [] must show on MARKDOWN and HTML
+	File      *fileRef  `json:"file,omitempty"`
 }
 
 type documentAdmin struct {
@@ -80,11 +80,11 @@ func toDetail(d document.Document) documentDetail {
 		Sources:       []string{},
 	}
 	if d.Type.Inline() {
-		content := d.Content
-		out.Content, out.Sources, out.ImagesIDs = &content, d.Sources, d.ImagesIDs
-		if out.ImagesIDs == nil {
-			out.ImagesIDs = []string{}
+		content, images := d.Content, d.ImagesIDs
+		if images == nil {
+			images = []string{}
 		}
+		out.Content, out.Sources, out.ImagesIDs = &content, d.Sources, &images
 	}
 	if d.File != nil {
 		out.File = &fileRef{ID: d.File.ID, Name: d.File.Name}
