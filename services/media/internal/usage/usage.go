@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -45,8 +46,8 @@ type answer struct {
 // Usage implements media.UsageChecker. Any answer but a well-formed 200 is
 // an error: the caller must not delete on a guess.
 func (c *Client) Usage(ctx context.Context, id string) (media.Usage, error) {
-	u := c.base.JoinPath("internal", "media-usage", id)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	u := strings.TrimRight(c.base.String(), "/") + "/internal/media-usage/" + url.PathEscape(id)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return media.Usage{}, err
 	}
