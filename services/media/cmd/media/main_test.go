@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/config"
+)
+
+func TestLoad(t *testing.T) {
+	env := config.FromMap(map[string]string{
+		"MONGODB_URI": "mongodb://db/", "CATALOG_URL": "http://catalog:8082",
+		"S3_ENDPOINT": "minio:9000", "S3_ACCESS_KEY": "key", "S3_SECRET_KEY": "very-secret",
+		"MEDIA_ALLOWED_TYPES": "application/pdf, image/png",
+	})
+	s, err := load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.server.Addr != ":8083" || s.database != "media" || s.s3.Bucket != "doclib-media" || s.s3.Region != "us-east-1" ||
+		s.s3.UseTLS || s.media.MaxSize != 104857600 || len(s.media.AllowedTypes) != 2 || s.s3.SecretKey != "very-secret" ||
+		s.server.WriteTimeout != 30*time.Minute || s.server.ReadHeaderTimeout == 0 {
+		t.Errorf("settings %+v", s)
+	}
+	if shown := fmt.Sprint(env.Attrs()...); strings.Contains(shown, "very-secret") {
+		t.Errorf("the start-up log shows the secret key: %s", shown)
+	}
+
+	_, err = load(config.FromMap(map[string]string{"S3_ENDPOINT": "http://minio:9000", "MEDIA_MAX_UPLOAD_SIZE": "0"}))
+	for _, key := range []string{"MONGODB_URI", "CATALOG_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MEDIA_MAX_UPLOAD_SIZE"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("error %v should name %s", err, key)
+		}
+	}
+}
