@@ -1,0 +1,473 @@
+package chartcheck
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+const chartDir = "../doclib"
+
+var services = []string{"gateway", "taxonomy", "catalog", "media"}
+
+// manifests is one render, decoded.
+type manifests struct {
+	deployments []*appsv1.Deployment
+	services    []*corev1.Service
+	ingresses   []*networkingv1.Ingress
+	hpas        []*autoscalingv2.HorizontalPodAutoscaler
+	pdbs        []*policyv1.PodDisruptionBudget
+	netpols     []*networkingv1.NetworkPolicy
+	secrets     []*corev1.Secret
+	accounts    []*corev1.ServiceAccount
+}
+
+func TestRenders(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	tests := []struct {
+		file string
+		// Secrets the values name but the chart does not make.
+		existing []string
+		check    func(t *testing.T, m *manifests)
+	}{
+		{file: "default-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
+			wantCount(t, "HPAs", len(m.hpas), 0)
+			wantCount(t, "NetworkPolicies", len(m.netpols), 0)
+			wantCount(t, "PDBs", len(m.pdbs), 4)
+			gw := env(t, deployment(t, m, "gateway"))
+			if _, ok := gw["BO_API_TOKENS"]; !ok {
+				t.Error("gateway has no BO_API_TOKENS with bo.tokens set")
+			}
+		}},
+		{file: "hpa-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
+			wantCount(t, "HPAs", len(m.hpas), 4)
+			wantCount(t, "PDBs", len(m.pdbs), 4)
+			for _, d := range m.deployments {
+				if d.Spec.Replicas != nil {
+					t.Errorf("%s sets replicas %d while its HPA owns the count", d.Name, *d.Spec.Replicas)
+				}
+			}
+			for _, h := range m.hpas {
+				if h.Spec.ScaleTargetRef.Name != h.Name || len(h.Spec.Metrics) != 1 || h.Spec.Metrics[0].Resource.Name != corev1.ResourceCPU {
+					t.Errorf("HPA %s: target %s, metrics %+v; want its Deployment, scaled on CPU", h.Name, h.Spec.ScaleTargetRef.Name, h.Spec.Metrics)
+				}
+			}
+		}},
+		{file: "networkpolicy-values.yaml", existing: []string{"doclib-mongodb", "doclib-minio", "doclib-bo"}, check: func(t *testing.T, m *manifests) {
+			wantCount(t, "NetworkPolicies", len(m.netpols), 4)
+			wantCount(t, "PDBs (taxonomy has one replica)", len(m.pdbs), 3)
+			wantCount(t, "Secrets made by the chart", len(m.secrets), 0)
+			checkNetworkPolicies(t, m)
+			for _, d := range m.deployments {
+				if e := env(t, d); e["OTEL_EXPORTER_OTLP_ENDPOINT"] == "" {
+					t.Errorf("%s has no OTEL_EXPORTER_OTLP_ENDPOINT with otel.endpoint set", d.Name)
+				}
+			}
+		}},
+		{file: "oidc-values.yaml", check: func(t *testing.T, m *manifests) {
+			gw := env(t, deployment(t, m, "gateway"))
+			if _, ok := gw["BO_API_TOKENS"]; ok {
+				t.Error("gateway has BO_API_TOKENS with OIDC only")
+			}
+			if gw["OIDC_ISSUER_URL"] == "" || gw["OIDC_AUDIENCE"] == "" {
+				t.Errorf("gateway env %v lacks OIDC_ISSUER_URL or OIDC_AUDIENCE", gw)
+			}
+			for _, s := range m.secrets {
+				if strings.HasSuffix(s.Name, "-bo") {
+					t.Errorf("Secret %s made with OIDC only", s.Name)
+				}
+			}
+			checkNetworkPolicies(t, m)
+			gp := netpol(t, m, "gateway")
+			if !slices.ContainsFunc(gp.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool { return hasPort(r.Ports, 443) }) {
+				t.Error("the gateway's NetworkPolicy does not let it reach the OIDC issuer (443)")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			out, err := render(ch, valuesFile(t, tt.file))
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			notes := out["doclib/templates/NOTES.txt"]
+			if !strings.Contains(notes, "Back-office authentication:") {
+				t.Errorf("NOTES.txt does not say how /bo is authenticated:\n%s", notes)
+			}
+			t.Logf("NOTES.txt:\n%s", notes)
+			m := decode(t, out)
+			checkCommon(t, m, tt.existing)
+			tt.check(t, m)
+		})
+	}
+}
+
+// The chart must never render a gateway whose /bo has no credentials.
+func TestRefusesWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	for _, vals := range []map[string]any{
+		valuesFile(t, "fail-no-credentials.yaml"),
+		{}, // the chart's own defaults
+	} {
+		_, err := render(ch, vals)
+		if err == nil || !strings.Contains(err.Error(), "needs credentials and there is no default token") {
+			t.Errorf("render without back-office credentials: error %v, want the chart's refusal", err)
+		}
+	}
+	_, err := render(ch, map[string]any{"bo": map[string]any{"oidc": map[string]any{"issuerUrl": "https://id.example.com"}}})
+	if err == nil || !strings.Contains(err.Error(), "bo.oidc.audience is required") {
+		t.Errorf("OIDC issuer without audience: error %v, want a refusal naming bo.oidc.audience", err)
+	}
+}
+
+// A typo in values fails against values.schema.json.
+func TestSchemaRejectsUnknownKeys(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	vals := valuesFile(t, "default-values.yaml")
+	vals["catalog"] = map[string]any{"replicas": 3}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "replicas") {
+		t.Errorf("catalog.replicas (a typo of replicaCount): error %v, want a schema error", err)
+	}
+}
+
+// checkCommon holds for every render.
+func checkCommon(t *testing.T, m *manifests, existingSecrets []string) {
+	t.Helper()
+	wantCount(t, "Deployments", len(m.deployments), len(services))
+	wantCount(t, "Services", len(m.services), len(services))
+	wantCount(t, "ServiceAccounts", len(m.accounts), len(services))
+	for _, a := range m.accounts {
+		if a.AutomountServiceAccountToken == nil || *a.AutomountServiceAccountToken {
+			t.Errorf("ServiceAccount %s mounts its token", a.Name)
+		}
+	}
+	secrets := slices.Clone(existingSecrets)
+	for _, s := range m.secrets {
+		secrets = append(secrets, s.Name)
+	}
+	hpa := map[string]bool{}
+	for _, h := range m.hpas {
+		hpa[h.Spec.ScaleTargetRef.Name] = true
+	}
+	pdb := map[string]bool{}
+	for _, p := range m.pdbs {
+		pdb[p.Name] = true
+		if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.MinAvailable != nil {
+			t.Errorf("PDB %s: want maxUnavailable 1 and no minAvailable", p.Name)
+		}
+	}
+	for _, d := range m.deployments {
+		checkDeployment(t, d, secrets)
+		wantPDB := hpa[d.Name] || (d.Spec.Replicas != nil && *d.Spec.Replicas > 1)
+		if pdb[d.Name] != wantPDB {
+			t.Errorf("%s: PDB rendered %v, want %v (replicas %v, HPA %v)", d.Name, pdb[d.Name], wantPDB, d.Spec.Replicas, hpa[d.Name])
+		}
+		if hpa[d.Name] && d.Spec.Replicas != nil {
+			t.Errorf("%s sets replicas while an HPA scales it", d.Name)
+		}
+	}
+	checkIngresses(t, m)
+}
+
+func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("%s: automountServiceAccountToken is not false", d.Name)
+	}
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod securityContext %+v is not restricted (non-root 65532, seccomp RuntimeDefault)", d.Name, psc)
+	}
+	tmp := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "tmp" && v.EmptyDir != nil })
+	if !tmp {
+		t.Errorf("%s: no emptyDir volume for /tmp", d.Name)
+	}
+	if len(pod.Containers) == 0 {
+		t.Fatalf("%s has no container", d.Name)
+	}
+	for _, c := range pod.Containers {
+		where := d.Name + "/" + c.Name
+		for name, p := range map[string]*corev1.Probe{"startupProbe": c.StartupProbe, "livenessProbe": c.LivenessProbe, "readinessProbe": c.ReadinessProbe} {
+			if p == nil || p.HTTPGet == nil {
+				t.Errorf("%s: no HTTP %s", where, name)
+			}
+		}
+		if c.LivenessProbe != nil && c.LivenessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet.Path != "/healthz" {
+			t.Errorf("%s: liveness on %s, want /healthz", where, c.LivenessProbe.HTTPGet.Path)
+		}
+		if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+			t.Errorf("%s: readiness on %s, want /readyz", where, c.ReadinessProbe.HTTPGet.Path)
+		}
+		sc := c.SecurityContext
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s: container securityContext %+v is not restricted", where, sc)
+		}
+		if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.Name == "tmp" && v.MountPath == "/tmp" }) {
+			t.Errorf("%s: /tmp is not mounted", where)
+		}
+		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+			t.Errorf("%s: resources.requests %v lack cpu or memory", where, c.Resources.Requests)
+		}
+		seen := map[string]bool{}
+		for _, e := range c.Env {
+			if seen[e.Name] {
+				t.Errorf("%s: env %s set twice", where, e.Name)
+			}
+			seen[e.Name] = true
+			if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil && !slices.Contains(secrets, ref.SecretKeyRef.Name) {
+				t.Errorf("%s: env %s reads Secret %s, which is neither rendered nor named in the values", where, e.Name, ref.SecretKeyRef.Name)
+			}
+		}
+		// Kubernetes must not kill a pod that is still draining.
+		e := env(t, d)
+		drain, err1 := time.ParseDuration(e["SHUTDOWN_DRAIN_DELAY"])
+		shut, err2 := time.ParseDuration(e["SHUTDOWN_TIMEOUT"])
+		if err1 != nil || err2 != nil {
+			t.Errorf("%s: SHUTDOWN_DRAIN_DELAY %q / SHUTDOWN_TIMEOUT %q are not durations", where, e["SHUTDOWN_DRAIN_DELAY"], e["SHUTDOWN_TIMEOUT"])
+		} else if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= drain+shut {
+			t.Errorf("%s: terminationGracePeriodSeconds %v is not above drain %v + shutdown %v", where, g, drain, shut)
+		}
+	}
+}
+
+func checkIngresses(t *testing.T, m *manifests) {
+	t.Helper()
+	wantCount(t, "Ingresses", len(m.ingresses), 2)
+	paths := map[string]string{} // host -> path
+	for _, ing := range m.ingresses {
+		if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName == "" {
+			t.Errorf("Ingress %s has no ingressClassName", ing.Name)
+		}
+		for _, r := range ing.Spec.Rules {
+			if r.HTTP == nil || len(r.HTTP.Paths) != 1 {
+				t.Errorf("Ingress %s host %s: want exactly one path", ing.Name, r.Host)
+				continue
+			}
+			p := r.HTTP.Paths[0]
+			if !strings.HasSuffix(p.Backend.Service.Name, "-gateway") {
+				t.Errorf("Ingress %s routes to %s, want the gateway", ing.Name, p.Backend.Service.Name)
+			}
+			paths[r.Host] = p.Path
+		}
+	}
+	var got []string
+	for _, p := range paths {
+		got = append(got, p)
+	}
+	sort.Strings(got)
+	if len(paths) != 2 || !slices.Equal(got, []string{"/bo", "/public"}) {
+		t.Errorf("Ingress hosts and paths %v: want two hosts, one routing /public and the other /bo", paths)
+	}
+}
+
+func checkNetworkPolicies(t *testing.T, m *manifests) {
+	t.Helper()
+	for _, np := range m.netpols {
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+			t.Errorf("NetworkPolicy %s: policyTypes %v, want Ingress and Egress", np.Name, np.Spec.PolicyTypes)
+		}
+		dns := slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+			return hasPortProto(r.Ports, 53, corev1.ProtocolUDP) && hasPortProto(r.Ports, 53, corev1.ProtocolTCP)
+		})
+		if !dns {
+			t.Errorf("NetworkPolicy %s does not allow DNS on 53/UDP and 53/TCP", np.Name)
+		}
+	}
+	// Only the ingress controller reaches the gateway; only gateway and
+	// catalog reach taxonomy.
+	gw := netpol(t, m, "gateway")
+	if len(gw.Spec.Ingress) != 1 || len(gw.Spec.Ingress[0].From) != 1 || gw.Spec.Ingress[0].From[0].NamespaceSelector == nil {
+		t.Errorf("gateway ingress %+v: want only the ingress controller's namespace/pods", gw.Spec.Ingress)
+	}
+	tx := netpol(t, m, "taxonomy")
+	var from []string
+	for _, r := range tx.Spec.Ingress {
+		for _, p := range r.From {
+			if p.PodSelector != nil {
+				from = append(from, p.PodSelector.MatchLabels["app.kubernetes.io/component"])
+			}
+		}
+	}
+	sort.Strings(from)
+	if !slices.Equal(from, []string{"catalog", "gateway"}) {
+		t.Errorf("taxonomy accepts traffic from %v, want catalog and gateway", from)
+	}
+}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatalf("load chart: %v", err)
+	}
+	return ch
+}
+
+func valuesFile(t *testing.T, name string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir, "ci", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]any{}
+	if err := yaml.Unmarshal(b, &vals); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return vals
+}
+
+// render does what `helm template` does: coalesce and validate the values
+// against the schema, then run the templates (fail stops the render).
+func render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
+	opts := chartutil.ReleaseOptions{Name: "doclib", Namespace: "doclib", Revision: 1, IsInstall: true}
+	caps := chartutil.DefaultCapabilities.Copy()
+	rv, err := chartutil.ToRenderValues(ch, vals, opts, caps)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Render(ch, rv)
+}
+
+var docSep = regexp.MustCompile(`(?m)^---\s*$`)
+
+// decode splits every rendered file into documents and decodes each one
+// strictly: an unknown or duplicated field, a wrong type or an unknown kind
+// fails the test.
+func decode(t *testing.T, out map[string]string) *manifests {
+	t.Helper()
+	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	m := &manifests{}
+	names := make([]string, 0, len(out))
+	for n := range out {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			continue
+		}
+		for i, doc := range docSep.Split(out[name], -1) {
+			if isBlank(doc) {
+				continue
+			}
+			obj, _, err := dec.Decode([]byte(doc), nil, nil)
+			if err != nil {
+				t.Errorf("%s document %d: %v\n%s", name, i, err, doc)
+				continue
+			}
+			m.add(t, name, obj)
+		}
+	}
+	return m
+}
+
+func (m *manifests) add(t *testing.T, file string, obj runtime.Object) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		m.deployments = append(m.deployments, o)
+	case *corev1.Service:
+		m.services = append(m.services, o)
+	case *networkingv1.Ingress:
+		m.ingresses = append(m.ingresses, o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		m.hpas = append(m.hpas, o)
+	case *policyv1.PodDisruptionBudget:
+		m.pdbs = append(m.pdbs, o)
+	case *networkingv1.NetworkPolicy:
+		m.netpols = append(m.netpols, o)
+	case *corev1.Secret:
+		m.secrets = append(m.secrets, o)
+	case *corev1.ServiceAccount:
+		m.accounts = append(m.accounts, o)
+	default:
+		t.Errorf("%s: unexpected kind %T", file, obj)
+	}
+}
+
+// isBlank reports whether a document holds only comments and blank lines.
+func isBlank(doc string) bool {
+	for _, l := range strings.Split(doc, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+func deployment(t *testing.T, m *manifests, svc string) *appsv1.Deployment {
+	t.Helper()
+	for _, d := range m.deployments {
+		if strings.HasSuffix(d.Name, "-"+svc) {
+			return d
+		}
+	}
+	t.Fatalf("no Deployment for %s", svc)
+	return nil
+}
+
+func netpol(t *testing.T, m *manifests, svc string) *networkingv1.NetworkPolicy {
+	t.Helper()
+	for _, np := range m.netpols {
+		if strings.HasSuffix(np.Name, "-"+svc) {
+			return np
+		}
+	}
+	t.Fatalf("no NetworkPolicy for %s", svc)
+	return nil
+}
+
+// env is the first container's plain environment (valueFrom entries map to "").
+func env(t *testing.T, d *appsv1.Deployment) map[string]string {
+	t.Helper()
+	e := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+		e[v.Name] = v.Value
+	}
+	return e
+}
+
+func hasPort(ports []networkingv1.NetworkPolicyPort, n int) bool {
+	return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.IntValue() == n })
+}
+
+func hasPortProto(ports []networkingv1.NetworkPolicyPort, n int, proto corev1.Protocol) bool {
+	return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool {
+		return p.Port != nil && p.Port.IntValue() == n && p.Protocol != nil && *p.Protocol == proto
+	})
+}
+
+func wantCount(t *testing.T, what string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: %d rendered, want %d", what, got, want)
+	}
+}

@@ -1,0 +1,243 @@
+{{/*
+The four services, in start-up order. Templates range over this list and
+read each service's block of values with `index $.Values $name`.
+*/}}
+{{- define "doclib.serviceNames" -}}
+["taxonomy","media","catalog","gateway"]
+{{- end }}
+
+{{- define "doclib.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name, truncated so that "<fullname>-<service>" stays
+within the 63 characters of a DNS label.
+*/}}
+{{- define "doclib.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 50 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "doclib.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "doclib.labels" -}}
+helm.sh/chart: {{ include "doclib.chart" . }}
+app.kubernetes.io/name: {{ include "doclib.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: doclib
+{{- end }}
+
+{{/*
+Per-service helpers take a dict: (dict "root" $ "name" "catalog").
+*/}}
+{{- define "doclib.componentName" -}}
+{{- printf "%s-%s" (include "doclib.fullname" .root) .name }}
+{{- end }}
+
+{{- define "doclib.componentLabels" -}}
+{{ include "doclib.labels" .root }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{- define "doclib.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "doclib.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{- define "doclib.serviceAccountName" -}}
+{{- if .root.Values.serviceAccount.create }}
+{{- include "doclib.componentName" . }}
+{{- else -}}
+default
+{{- end }}
+{{- end }}
+
+{{- define "doclib.image" -}}
+{{- $img := (index .root.Values .name).image }}
+{{- printf "%s:%s" $img.repository (default .root.Chart.AppVersion $img.tag) }}
+{{- end }}
+
+{{/* Base URL of a service inside the cluster. */}}
+{{- define "doclib.url" -}}
+{{- printf "http://%s:%v" (include "doclib.componentName" .) (index .root.Values .name).port }}
+{{- end }}
+
+{{/* The autoscaler owns the replica count when it is enabled. */}}
+{{- define "doclib.pdbWanted" -}}
+{{- $svc := index .root.Values .name }}
+{{- if or $svc.autoscaling.enabled (gt (int $svc.replicaCount) 1) }}true{{ end }}
+{{- end }}
+
+{{/* Secrets made by the chart (only when no existing Secret is named). */}}
+{{- define "doclib.secretName.bo" -}}
+{{- .Values.bo.existingSecret | default (printf "%s-bo" (include "doclib.fullname" .)) }}
+{{- end }}
+{{- define "doclib.secretName.mongodb" -}}
+{{- .Values.mongodb.existingSecret | default (printf "%s-mongodb" (include "doclib.fullname" .)) }}
+{{- end }}
+{{- define "doclib.secretName.s3" -}}
+{{- .Values.s3.existingSecret | default (printf "%s-s3" (include "doclib.fullname" .)) }}
+{{- end }}
+{{- define "doclib.secretKey.bo" -}}
+{{- if .Values.bo.existingSecret }}{{ .Values.bo.existingSecretKey }}{{ else }}bo-api-tokens{{ end }}
+{{- end }}
+{{- define "doclib.secretKey.mongodb" -}}
+{{- if .Values.mongodb.existingSecret }}{{ .Values.mongodb.existingSecretKey }}{{ else }}mongodb-uri{{ end }}
+{{- end }}
+{{- define "doclib.secretKey.s3.access" -}}
+{{- if .Values.s3.existingSecret }}{{ .Values.s3.existingSecretAccessKeyKey }}{{ else }}access-key{{ end }}
+{{- end }}
+{{- define "doclib.secretKey.s3.secret" -}}
+{{- if .Values.s3.existingSecret }}{{ .Values.s3.existingSecretSecretKeyKey }}{{ else }}secret-key{{ end }}
+{{- end }}
+
+{{/*
+Checks across values that the schema cannot express. Included by every
+template that needs them, so that `helm template -s` fails the same way.
+*/}}
+{{- define "doclib.validate" -}}
+{{- $bo := .Values.bo }}
+{{- if not (or $bo.tokens $bo.existingSecret $bo.oidc.issuerUrl) }}
+{{- fail "\n\nbo: the back-office API (/bo) needs credentials and there is no default token.\nSet one of:\n  --set-json 'bo.tokens=[\"<a random token of 16+ characters>\"]'\n  --set bo.existingSecret=<Secret with key bo-api-tokens (comma-separated tokens)>\n  --set bo.oidc.issuerUrl=https://id.example.com --set bo.oidc.audience=doclib\n" }}
+{{- end }}
+{{- if and $bo.oidc.issuerUrl (not $bo.oidc.audience) }}
+{{- fail "bo.oidc.audience is required when bo.oidc.issuerUrl is set" }}
+{{- end }}
+{{- if not (or .Values.mongodb.existingSecret .Values.mongodb.uri) }}
+{{- fail "mongodb: set mongodb.uri or mongodb.existingSecret" }}
+{{- end }}
+{{- if not (or .Values.s3.existingSecret (and .Values.s3.accessKey .Values.s3.secretKey)) }}
+{{- fail "s3: set s3.existingSecret (a Secret with the access and secret keys) or both s3.accessKey and s3.secretKey" }}
+{{- end }}
+{{- if and .Values.ingress.enabled .Values.adminIngress.enabled (eq .Values.ingress.host .Values.adminIngress.host) }}
+{{- fail "ingress.host and adminIngress.host must differ: the back-office is served on its own host" }}
+{{- end }}
+{{- range $name := include "doclib.serviceNames" . | fromJsonArray }}
+{{- $svc := index $.Values $name }}
+{{- if and $svc.autoscaling.enabled (not (dig "requests" "cpu" "" $svc.resources)) }}
+{{- fail (printf "%s.autoscaling needs %s.resources.requests.cpu (the HPA scales on CPU utilisation of the request)" $name $name) }}
+{{- end }}
+{{- if not (dig "requests" "memory" "" $svc.resources) }}
+{{- fail (printf "%s.resources.requests (cpu and memory) must be set" $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The container's environment. Plain values are gathered in one map so that a
+service's `env` can override a chart default without duplicate names;
+secrets and the downward API come after, then extraEnv.
+*/}}
+{{- define "doclib.env" -}}
+{{- $root := .root }}
+{{- $name := .name }}
+{{- $svc := index $root.Values $name }}
+{{- $v := $root.Values }}
+{{- $plain := dict
+  "HTTP_ADDR" (printf ":%v" $svc.port)
+  "LOG_LEVEL" $v.logLevel
+  "SHUTDOWN_DRAIN_DELAY" (printf "%vs" $v.shutdown.drainDelaySeconds)
+  "SHUTDOWN_TIMEOUT" (printf "%vs" $v.shutdown.timeoutSeconds)
+}}
+{{- if $v.otel.endpoint }}
+{{- $_ := set $plain "OTEL_EXPORTER_OTLP_ENDPOINT" $v.otel.endpoint }}
+{{- $_ := set $plain "OTEL_EXPORTER_OTLP_PROTOCOL" "http/protobuf" }}
+{{- $attrs := list "k8s.namespace.name=$(POD_NAMESPACE)" "k8s.pod.name=$(POD_NAME)" }}
+{{- if $v.otel.resourceAttributes }}{{ $attrs = append $attrs $v.otel.resourceAttributes }}{{ end }}
+{{- $_ := set $plain "OTEL_RESOURCE_ATTRIBUTES" (join "," $attrs) }}
+{{- end }}
+{{- if has $name (list "taxonomy" "catalog" "media") }}
+{{- $_ := set $plain "MONGODB_DATABASE" (index $v.mongodb.databases $name) }}
+{{- $_ := set $plain "NATS_URL" $v.nats.url }}
+{{- end }}
+{{- if eq $name "catalog" }}
+{{- $_ := set $plain "TAXONOMY_URL" (include "doclib.url" (dict "root" $root "name" "taxonomy")) }}
+{{- $_ := set $plain "MEDIA_URL" (include "doclib.url" (dict "root" $root "name" "media")) }}
+{{- end }}
+{{- if eq $name "media" }}
+{{- $_ := set $plain "CATALOG_URL" (include "doclib.url" (dict "root" $root "name" "catalog")) }}
+{{- $_ := set $plain "S3_ENDPOINT" $v.s3.endpoint }}
+{{- $_ := set $plain "S3_BUCKET" $v.s3.bucket }}
+{{- $_ := set $plain "S3_REGION" $v.s3.region }}
+{{- $_ := set $plain "S3_USE_TLS" (ternary "true" "false" $v.s3.useTLS) }}
+{{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
+{{- end }}
+{{- if eq $name "gateway" }}
+{{- $_ := set $plain "TAXONOMY_URL" (include "doclib.url" (dict "root" $root "name" "taxonomy")) }}
+{{- $_ := set $plain "CATALOG_URL" (include "doclib.url" (dict "root" $root "name" "catalog")) }}
+{{- $_ := set $plain "MEDIA_URL" (include "doclib.url" (dict "root" $root "name" "media")) }}
+{{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
+{{- if $v.bo.oidc.issuerUrl }}
+{{- $_ := set $plain "OIDC_ISSUER_URL" $v.bo.oidc.issuerUrl }}
+{{- $_ := set $plain "OIDC_AUDIENCE" $v.bo.oidc.audience }}
+{{- end }}
+{{- end }}
+{{- range $k, $val := $svc.env }}
+{{- $_ := set $plain $k $val }}
+{{- end }}
+{{- if $v.otel.endpoint }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+{{- if dig "limits" "memory" "" $svc.resources }}
+# A soft memory limit for the Go GC: it collects harder near the container's limit.
+- name: GOMEMLIMIT
+  valueFrom:
+    resourceFieldRef:
+      resource: limits.memory
+{{- end }}
+{{- range $k, $val := $plain }}
+- name: {{ $k }}
+  value: {{ $val | toString | quote }}
+{{- end }}
+{{- if has $name (list "taxonomy" "catalog" "media") }}
+- name: MONGODB_URI
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.mongodb" $root }}
+      key: {{ include "doclib.secretKey.mongodb" $root }}
+{{- end }}
+{{- if eq $name "media" }}
+- name: S3_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.s3" $root }}
+      key: {{ include "doclib.secretKey.s3.access" $root }}
+- name: S3_SECRET_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.s3" $root }}
+      key: {{ include "doclib.secretKey.s3.secret" $root }}
+{{- end }}
+{{- if and (eq $name "gateway") (or $v.bo.tokens $v.bo.existingSecret) }}
+- name: BO_API_TOKENS
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.bo" $root }}
+      key: {{ include "doclib.secretKey.bo" $root }}
+{{- end }}
+{{- with $svc.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
