@@ -62,6 +62,16 @@ func (e *Env) Required(key string) string {
 	return v
 }
 
+// Secret returns the value of key, required, and never shows it.
+func (e *Env) Secret(key string) string {
+	v, ok := e.raw(key)
+	if !ok {
+		e.fail(key, "is required")
+	}
+	e.show(key, "masked")
+	return v
+}
+
 // Secrets returns the comma-separated values of key. They are never shown:
 // Attrs reports only how many there are.
 func (e *Env) Secrets(key string) []string {

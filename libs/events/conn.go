@@ -118,3 +118,17 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
 	}
 	return nil
 }
+
+// Open connects to NATS as Connect does and makes sure the streams exist:
+// what every publishing or consuming service does at start-up.
+func Open(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, js, err := Connect(ctx, url, name, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := EnsureStream(ctx, js); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}

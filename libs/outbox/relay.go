@@ -294,3 +294,14 @@ func ordered(box map[string]Entry) []string {
 	})
 	return ids
 }
+
+// Start runs the relay in its own goroutine until ctx ends; wait blocks
+// until it has stopped.
+func (r *Relay) Start(ctx context.Context) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Run(ctx)
+	}()
+	return func() { <-done }
+}

@@ -50,7 +50,10 @@ type stack struct {
 	stops []func()
 }
 
-func (s *stack) add(p *devserver.Process) { s.procs = append(s.procs, p); s.stops = append(s.stops, p.Stop) }
+func (s *stack) add(p *devserver.Process) {
+	s.procs = append(s.procs, p)
+	s.stops = append(s.stops, p.Stop)
+}
 
 // stop stops everything in reverse order of start.
 func (s *stack) stop() {
@@ -136,7 +139,7 @@ func run(ctx context.Context) error {
 		{"catalog", catalogAddr, append([]string{"TAXONOMY_URL=http://" + taxonomyAddr, "MEDIA_URL=http://" + mediaAddr}, common...)},
 		{"gateway", gatewayAddr, []string{
 			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
-			"BO_API_TOKENS=" + token, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"),
+			"BO_API_TOKENS=" + token, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
 		}},
 	}
 	say("starting services")

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -19,6 +18,7 @@ import (
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/catalog/internal/consumers"
 	"github.com/doclib/services/catalog/internal/document"
@@ -77,29 +77,25 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer flush(log, "telemetry", shutdownTelemetry)
+	defer shutdown.Do(log, "telemetry", shutdownTelemetry)
 
 	client, err := mongox.Connect(cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer flush(log, "mongodb", client.Disconnect)
+	defer shutdown.Do(log, "mongodb", client.Disconnect)
 	store := mongostore.New(client.Database(cfg.database))
 	if err := store.EnsureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
 	}
 
-	nc, js, err := events.Connect(ctx, cfg.natsURL, service, log)
+	nc, js, err := events.Open(ctx, cfg.natsURL, service, log)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = nc.Drain() }()
-	if err := events.EnsureStream(ctx, js); err != nil {
-		return err
-	}
 	relay := outbox.NewRelay(events.NewPublisher(js, log), log, outbox.RelayConfig{}, store.Documents())
-	relayDone := make(chan error, 1)
-	go func() { relayDone <- relay.Run(ctx) }()
+	waitRelay := relay.Start(ctx)
 	stopConsumers, err := consumers.Start(ctx, js, store, log)
 	if err != nil {
 		return err
@@ -113,19 +109,7 @@ func run(ctx context.Context) error {
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	// In-flight requests are done: stop taking events, then let the relay finish.
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if serr := stopConsumers(sctx); serr != nil {
-		log.Warn("consumers stop", "error", serr)
-	}
-	<-relayDone
+	shutdown.Do(log, "consumers", stopConsumers)
+	waitRelay()
 	return err
-}
-
-func flush(log *slog.Logger, what string, fn func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := fn(ctx); err != nil {
-		log.Warn(what+" shutdown", "error", err)
-	}
 }

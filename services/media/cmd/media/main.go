@@ -17,9 +17,12 @@ import (
 	"time"
 
 	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
@@ -53,6 +56,7 @@ type settings struct {
 	mongoURI   string
 	database   string
 	catalogURL *url.URL
+	natsURL    string
 	s3         miniostore.Config
 	media      media.Config
 }
@@ -68,10 +72,11 @@ func load(env *config.Env) (settings, error) {
 		mongoURI:   env.Required("MONGODB_URI"),
 		database:   env.String("MONGODB_DATABASE", "media"),
 		catalogURL: env.URL("CATALOG_URL", ""),
+		natsURL:    env.Required("NATS_URL"),
 		s3: miniostore.Config{
 			Endpoint:  env.Required("S3_ENDPOINT"),
 			AccessKey: env.Required("S3_ACCESS_KEY"),
-			SecretKey: secret(env, "S3_SECRET_KEY"),
+			SecretKey: env.Secret("S3_SECRET_KEY"),
 			Bucket:    env.String("S3_BUCKET", "doclib-media"),
 			UseTLS:    env.Bool("S3_USE_TLS", false),
 			Region:    env.String("S3_REGION", "us-east-1"),
@@ -87,16 +92,6 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
-// secret reads a required secret without showing it in the start-up log.
-// config.Env.Secrets splits on commas, so the parts are joined back.
-func secret(env *config.Env, key string) string {
-	v := strings.Join(env.Secrets(key), ",")
-	if v == "" {
-		env.Check(key, errors.New("is required"))
-	}
-	return v
-}
-
 func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg, err := load(env)
@@ -110,13 +105,13 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer flush(log, shutdownTelemetry)
+	defer shutdown.Do(log, "telemetry", shutdownTelemetry)
 
 	client, err := mongox.Connect(cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer disconnect(log, client.Disconnect)
+	defer shutdown.Do(log, "mongodb", client.Disconnect)
 	store := mongostore.New(client.Database(cfg.database))
 	if err := store.EnsureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
@@ -133,12 +128,25 @@ func run(ctx context.Context) error {
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
 	go sweep(ctx, log, svc)
 
-	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "s3": blobs.Ready})
+	nc, js, err := events.Open(ctx, cfg.natsURL, service, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = nc.Drain() }()
+	// A deletion stores its event in the tombstone; the relay publishes it,
+	// then Sweep removes the object and the record.
+	relay := outbox.NewRelay(events.NewPublisher(js, log), log,
+		outbox.RelayConfig{AfterPublish: svc.Sweep}, store.Collection())
+	waitRelay := relay.Start(ctx)
+
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "s3": blobs.Ready, "nats": events.Ready(nc)})
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
-	httpapi.New(svc, log, nil).Register(engine)
+	httpapi.New(svc, log, relay.Nudge).Register(engine)
 
-	return httpx.Serve(ctx, log, cfg.server, engine, health)
+	err = httpx.Serve(ctx, log, cfg.server, engine, health)
+	waitRelay()
+	return err
 }
 
 // ensureBucket creates the bucket, retrying with backoff while the storage
@@ -178,21 +186,5 @@ func sweep(ctx context.Context, log *slog.Logger, svc *media.Service) {
 			log.Warn("sweep", "error", err)
 		}
 		cancel()
-	}
-}
-
-func flush(log *slog.Logger, shutdown func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := shutdown(ctx); err != nil {
-		log.Warn("telemetry flush", "error", err)
-	}
-}
-
-func disconnect(log *slog.Logger, fn func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := fn(ctx); err != nil {
-		log.Warn("mongodb disconnect", "error", err)
 	}
 }

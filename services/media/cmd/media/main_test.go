@@ -11,7 +11,7 @@ import (
 
 func TestLoad(t *testing.T) {
 	env := config.FromMap(map[string]string{
-		"MONGODB_URI": "mongodb://db/", "CATALOG_URL": "http://catalog:8082",
+		"MONGODB_URI": "mongodb://db/", "CATALOG_URL": "http://catalog:8082", "NATS_URL": "nats://nats:4222",
 		"S3_ENDPOINT": "minio:9000", "S3_ACCESS_KEY": "key", "S3_SECRET_KEY": "very-secret",
 		"MEDIA_ALLOWED_TYPES": "application/pdf, image/png",
 	})
@@ -29,7 +29,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	_, err = load(config.FromMap(map[string]string{"S3_ENDPOINT": "http://minio:9000", "MEDIA_MAX_UPLOAD_SIZE": "0"}))
-	for _, key := range []string{"MONGODB_URI", "CATALOG_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MEDIA_MAX_UPLOAD_SIZE"} {
+	for _, key := range []string{"MONGODB_URI", "CATALOG_URL", "NATS_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MEDIA_MAX_UPLOAD_SIZE"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("error %v should name %s", err, key)
 		}

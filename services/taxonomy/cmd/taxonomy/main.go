@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -69,33 +69,29 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer flush(log, shutdownTelemetry)
+	defer shutdown.Do(log, "telemetry", shutdownTelemetry)
 
 	client, err := mongox.Connect(cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer disconnect(log, client.Disconnect)
+	defer shutdown.Do(log, "mongodb", client.Disconnect)
 	store := mongostore.New(client.Database(cfg.database))
 	if err := store.EnsureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
 	}
 
-	nc, js, err := events.Connect(ctx, cfg.natsURL, service, log)
+	nc, js, err := events.Open(ctx, cfg.natsURL, service, log)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = nc.Drain() }()
-	if err := events.EnsureStream(ctx, js); err != nil {
-		return err
-	}
 	// Deletions store their events in the deleted records; the relay
 	// publishes them, then Sweep removes the finished tombstones.
 	categories, tags := store.Collections()
 	relay := outbox.NewRelay(events.NewPublisher(js, log), log,
 		outbox.RelayConfig{AfterPublish: store.Sweep}, categories, tags)
-	relayDone := make(chan error, 1)
-	go func() { relayDone <- relay.Run(ctx) }()
+	waitRelay := relay.Start(ctx)
 
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "nats": events.Ready(nc)})
 	engine := httpx.NewEngine(service, log)
@@ -103,22 +99,6 @@ func run(ctx context.Context) error {
 	httpapi.New(tag.NewService(store), relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	<-relayDone
+	waitRelay()
 	return err
-}
-
-func flush(log *slog.Logger, shutdown func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := shutdown(ctx); err != nil {
-		log.Warn("telemetry flush", "error", err)
-	}
-}
-
-func disconnect(log *slog.Logger, fn func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := fn(ctx); err != nil {
-		log.Warn("mongodb disconnect", "error", err)
-	}
 }
