@@ -70,7 +70,7 @@ func buildServices(t testing.TB) string {
 
 // Stack is one running system.
 type Stack struct {
-	t       *testing.T
+	t       testing.TB
 	URL     string // the gateway
 	addrs   map[string]string
 	env     map[string][]string
@@ -103,7 +103,7 @@ var order = []string{"taxonomy", "media", "catalog", "gateway"}
 
 // NewStack starts a full stack for t and stops it when t ends. extra holds
 // more environment per service (e.g. "gateway": {"PUBLIC_RATE_LIMIT=0"}).
-func NewStack(t *testing.T, extra map[string][]string) *Stack {
+func NewStack(t testing.TB, extra map[string][]string) *Stack {
 	t.Helper()
 	buildServices(t)
 	mongoURI := testkit.MongoURI(t)
