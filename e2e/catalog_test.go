@@ -127,6 +127,9 @@ func TestDocumentsThroughTheGateway(t *testing.T) {
 		{"image is not an image", "POST", "/bo/documents", fmt.Sprintf(`{"type":"HTML","title":"T","content":"x","imagesIds":[%q,"zz"]}`, pdf), 422, "validation_failed", "imagesIds[0],imagesIds[1]"},
 		{"bad type", "POST", "/bo/documents", `{"type":"VIDEO","title":"T"}`, 422, "validation_failed", "type"},
 		{"wrong JSON types", "POST", "/bo/documents", `{"type":"LINK","title":1,"tagsIds":"kids"}`, 400, "bad_request", "title,tagsIds"},
+		{"patch without type", "PATCH", "/bo/documents/" + link.ID, `{"title":"T","url":"http://x.org"}`, 422, "validation_failed", "type"},
+		{"patch with unknown type", "PATCH", "/bo/documents/" + link.ID, `{"type":"FOO","title":"T","url":"http://x.org"}`, 422, "validation_failed", "type"},
+		{"html with nothing safe", "POST", "/bo/documents", `{"type":"HTML","title":"T","content":"<script>x()</script>"}`, 422, "validation_failed", "content"},
 		{"type change", "PATCH", "/bo/documents/" + link.ID, `{"type":"MARKDOWN","title":"T","content":"x"}`, 422, "type_immutable", "type"},
 		{"unknown document", "PATCH", "/bo/documents/nope", `{"type":"LINK","title":"T","url":"http://x.org"}`, 404, "not_found", ""},
 	}
@@ -152,7 +155,8 @@ func TestDocumentsThroughTheGateway(t *testing.T) {
 	// Downloads.
 	dl := st.Req("GET", "/public/documents/"+pdfDoc.ID+"/download", nil)
 	if dl.Status != 200 || !bytes.Equal(dl.Body, pdfBytes) || dl.Header.Get("Content-Type") != "application/pdf" ||
-		!strings.HasPrefix(dl.Header.Get("Content-Disposition"), "inline") || dl.Header.Get("ETag") == "" {
+		!strings.HasPrefix(dl.Header.Get("Content-Disposition"), "inline") || dl.Header.Get("ETag") == "" ||
+		dl.Header.Get("Cache-Control") != "no-cache" {
 		t.Errorf("PDF download: %d %v (%d bytes)", dl.Status, dl.Header, len(dl.Body))
 	}
 	part := st.Req("GET", "/public/documents/"+pdfDoc.ID+"/download", nil, "Range", "bytes=0-7")
@@ -166,6 +170,12 @@ func TestDocumentsThroughTheGateway(t *testing.T) {
 	if dl.Status != 200 || string(dl.Body) != "# Fiche\nTexte" || dl.Header.Get("Content-Type") != "text/markdown; charset=utf-8" ||
 		dl.Header.Get("Content-Disposition") != `attachment; filename="Fiche_ enfants_ados.md"` {
 		t.Errorf("markdown download: %d %q %v", dl.Status, dl.Body, dl.Header)
+	}
+	if r := st.Req("GET", "/public/documents/"+md.ID+"/download", nil, "Range", "bytes=100-"); r.Status != 416 || r.Problem(t).Code != "range_not_satisfiable" {
+		t.Errorf("unsatisfiable range on markdown: %d %s", r.Status, r.Body)
+	}
+	if r := st.Req("GET", "/public/documents/"+md.ID+"/download", nil, "Range", "bytes=0-1,3-4"); r.Status != 200 || string(r.Body) != "# Fiche\nTexte" {
+		t.Errorf("several ranges on markdown: %d %q, want the whole file", r.Status, r.Body)
 	}
 	dl = st.Req("GET", "/public/documents/"+html.ID+"/download", nil)
 	if dl.Status != 200 || dl.Header.Get("Content-Type") != "text/html; charset=utf-8" || dl.Header.Get("Content-Security-Policy") != "sandbox" ||

@@ -1,37 +1,157 @@
 package httpx
 
 import (
-	"mime"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"time"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/doclib/libs/problem"
 )
 
-// ContentDisposition returns a Content-Disposition value (RFC 6266) for
-// disposition ("inline" or "attachment") and filename: a plain filename=
-// for ASCII names, and for others an ASCII fallback plus filename* in UTF-8
-// (RFC 8187). Quotes, backslashes and control characters never reach the
-// header.
-func ContentDisposition(disposition, filename string) string {
-	clean := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '"' || r == '\\' || r == '/' {
-			return '_'
-		}
-		return r
-	}, filename)
-	if clean == "" {
-		clean = "file"
+// ServeContent sends body (size bytes, last changed at modTime) with
+// http.ServeContent, so Range (206/416), If-None-Match, If-Range and
+// If-Modified-Since (304) are answered by net/http. The caller sets
+// Content-Type, ETag, Content-Disposition and Cache-Control first.
+//
+// Two things differ from plain ServeContent: a request for several ranges
+// is answered with the whole body (RFC 9110 §14.2 allows ignoring Range; the
+// contract promises single ranges only), and a 416 is a problem document
+// keeping its Content-Range. It returns the error of a read that failed
+// once headers were sent: the connection is then cut, so the client sees a
+// short body and never a complete-looking one.
+func ServeContent(w http.ResponseWriter, r *http.Request, modTime time.Time, size int64, body io.ReadSeeker) error {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Accept-Ranges", "bytes")
+	if strings.Contains(r.Header.Get("Range"), ",") {
+		r.Header.Del("Range")
 	}
-	ascii := strings.Map(func(r rune) rune {
-		if r > unicode.MaxASCII {
-			return '_'
-		}
-		return r
-	}, clean)
-	if ascii == clean {
-		return disposition + `; filename="` + clean + `"`
+	rd := &watchedReader{ReadSeeker: body}
+	http.ServeContent(&rangeProblem{ResponseWriter: w, size: size}, r, "", modTime, rd)
+	return rd.err
+}
+
+// watchedReader remembers a read failure, which ServeContent swallows.
+type watchedReader struct {
+	io.ReadSeeker
+	err error
+}
+
+func (r *watchedReader) Read(p []byte) (int, error) {
+	n, err := r.ReadSeeker.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
 	}
-	// mime.FormatMediaType writes filename* with percent-encoding for a
-	// non-ASCII value.
-	ext := mime.FormatMediaType(disposition, map[string]string{"filename": clean})
-	return disposition + `; filename="` + ascii + `"` + strings.TrimPrefix(ext, disposition)
+	return n, err
+}
+
+// rangeProblem turns ServeContent's plain-text 416 into a problem document.
+type rangeProblem struct {
+	http.ResponseWriter
+	size    int64
+	swallow bool
+}
+
+func (w *rangeProblem) WriteHeader(code int) {
+	if code != http.StatusRequestedRangeNotSatisfiable {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.swallow = true
+	problem.Write(w.ResponseWriter, problem.New(code, "range_not_satisfiable",
+		fmt.Sprintf("the requested range is not within the file's %d bytes", w.size)))
+}
+
+func (w *rangeProblem) Write(b []byte) (int, error) {
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets streamed bodies through when the writer can flush.
+func (w *rangeProblem) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// ContentDisposition returns the RFC 6266 header for a download named name:
+// disposition is "inline" or "attachment"; an ASCII filename for old
+// clients and, when the name is not plain ASCII, the exact name as
+// filename* (RFC 8187).
+func ContentDisposition(disposition, name string) string {
+	if name == "" {
+		name = "file"
+	}
+	fallback := asciiName(name)
+	v := disposition + `; filename="` + fallback + `"`
+	if fallback != name {
+		v += "; filename*=UTF-8''" + encodeRFC8187(name)
+	}
+	return v
+}
+
+// asciiName drops accents (é -> e) and replaces every other character that
+// is not plain printable ASCII, or would need escaping in a quoted string
+// (", \) or be percent-decoded by some browsers (%), with '_'.
+func asciiName(name string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(name) {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+		case r < 0x20 || r >= 0x7f || r == '"' || r == '\\' || r == '%':
+			b.WriteByte('_')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// encodeRFC8187 percent-encodes s as RFC 8187 value-chars: UTF-8 bytes,
+// attr-char kept as they are.
+func encodeRFC8187(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isAttrChar(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
+}
+
+func isAttrChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$&+-.^_`|~", c) >= 0
+}
+
+// ETagMatch reports whether an If-None-Match header value matches etag (a
+// strong, quoted tag): "*", or any tag of the list compared weakly, as RFC
+// 9110 §13.1.2 says for If-None-Match.
+func ETagMatch(ifNoneMatch, etag string) bool {
+	if ifNoneMatch == "" {
+		return false
+	}
+	for _, t := range strings.Split(ifNoneMatch, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
 }

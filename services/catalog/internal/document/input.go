@@ -78,6 +78,9 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 		d.Content = in.Content
 		if d.Type == HTML {
 			d.Content = sanitize(in.Content)
+			if strings.TrimSpace(in.Content) != "" && strings.TrimSpace(d.Content) == "" {
+				errs.Add("content", "has nothing left once unsafe HTML (scripts, event handlers, frames) is removed")
+			}
 		}
 		d.Sources = orEmpty(in.Sources)
 		if len(d.Sources) > MaxSources {

@@ -163,3 +163,10 @@ func TestSanitizeHTML(t *testing.T) {
 		}
 	}
 }
+
+func TestHTMLWithNothingSafeLeft(t *testing.T) {
+	_, err := check(context.Background(), refs, SanitizeHTML, Input{Type: "HTML", Title: "T", Content: "<script>alert(1)</script>"})
+	if got := failing(t, err); got != "content" {
+		t.Errorf("failing fields = %s, want content", got)
+	}
+}

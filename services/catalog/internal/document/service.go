@@ -53,10 +53,12 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if cur.IsDeleted {
 			return Document{}, ErrDeleted
 		}
-		if in.Type != "" && Type(in.Type) != cur.Type {
+		// A missing or unknown type is an ordinary validation error (check
+		// reports it); only a valid type other than the stored one is
+		// type_immutable.
+		if t := Type(in.Type); t.Valid() && t != cur.Type {
 			return Document{}, ErrTypeImmutable
 		}
-		in.Type = string(cur.Type)
 		d, err := check(ctx, s.refs, SanitizeHTML, in)
 		if err != nil {
 			return Document{}, err

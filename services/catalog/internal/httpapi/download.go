@@ -65,10 +65,14 @@ func serveContent(c *gin.Context, d document.Document) {
 	h.Set("Content-Type", ctype)
 	h.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	h.Set("Content-Disposition", httpx.ContentDisposition("attachment", fileName(d.Title)+ext))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-cache")
-	http.ServeContent(c.Writer, c.Request, "", d.UpdatedAt, strings.NewReader(d.Content))
+	h.Set("Cache-Control", documentCache)
+	_ = httpx.ServeContent(c.Writer, c.Request, d.UpdatedAt, int64(len(d.Content)), strings.NewReader(d.Content))
 }
+
+// documentCache: a document's file can change (PATCH) or go (DELETE), so
+// clients revalidate every time; the ETag makes that cheap. The media
+// service's own immutable caching does not apply to a document's URL.
+const documentCache = "no-cache"
 
 // fileName makes a file name out of a title: no path separators or control
 // characters, at most 200 bytes.
@@ -123,11 +127,15 @@ func mediaProxy(target *url.URL) http.Handler {
 			r.Out.Header.Del("Authorization")
 		},
 		Transport: otelhttp.NewTransport(transport),
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set("Cache-Control", documentCache)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
-			problem.Write(w, problem.Unavailable("the media service is unavailable, so the file cannot be sent; try again shortly"))
+			problem.Write(w, problem.Unavailable("the media service is unavailable, so the file cannot be sent; try again shortly").With("Retry-After", "5"))
 		},
 	}
 }

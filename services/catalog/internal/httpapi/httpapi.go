@@ -108,7 +108,7 @@ func (h *Handler) list(admin bool) gin.HandlerFunc {
 		}
 		c.Header("ETag", e.ETag)
 		c.Header("Cache-Control", "no-cache")
-		if match := c.GetHeader("If-None-Match"); match != "" && match == e.ETag {
+		if httpx.ETagMatch(c.GetHeader("If-None-Match"), e.ETag) {
 			c.Status(http.StatusNotModified)
 			return
 		}
