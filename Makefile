@@ -14,11 +14,12 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 HELM_VERSION  := v3.22.0
 # Workspace modules (go.work) as package patterns, e.g. github.com/doclib/libs/...
 MODULES     = $(shell $(GO) list -m -f '{{.Path}}/...')
-GO_DIRS    := libs services e2e tools
+GO_DIRS    := libs services e2e tools charts
+CHART      := charts/doclib
 
 export DOCLIB_BIN_DIR := $(BIN)
 
-.PHONY: help dev test lint tools build bench clean-data helm-lint
+.PHONY: help dev test lint tools build bench bench-tools clean-data helm-lint
 
 help:
 	@echo "make dev    run the whole stack on 127.0.0.1:8080 (Ctrl-C stops it)"
@@ -31,11 +32,13 @@ dev: tools build
 test: tools lint
 	$(GO) test -race -count=1 -timeout 20m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
+	cd charts/chartcheck && GOWORK=off $(GO) test -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $(GO_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	cd tools && GOWORK=off $(GO) vet ./...
+	cd charts/chartcheck && GOWORK=off $(GO) vet ./...
 
 tools: $(BIN)/minio $(BIN)/ferretdb $(BIN)/devstack
 
@@ -55,14 +58,29 @@ build:
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 
-bench: tools build
+bench: tools build bench-tools
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/...
+
+# The listing benchmark compares with nginx under wrk (Debian packages).
+bench-tools:
+	@command -v nginx >/dev/null && command -v wrk >/dev/null || \
+	  { echo ">> installing nginx-light and wrk (Debian packages)"; \
+	    apt-get update -qq && apt-get install -y -qq nginx-light wrk >/dev/null; }
 
 $(BIN)/helm:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
+# Lints and renders the chart for every values file of charts/doclib/ci;
+# a render without back-office credentials must fail.
 helm-lint: $(BIN)/helm
-	$(BIN)/helm lint --strict charts/doclib
+	$(BIN)/helm lint --strict $(CHART)
+	@for f in $(CHART)/ci/*-values.yaml; do \
+	  echo ">> $$f"; \
+	  $(BIN)/helm lint --strict $(CHART) -f $$f >/dev/null && \
+	  $(BIN)/helm template doclib $(CHART) -f $$f >/dev/null || exit 1; \
+	done
+	@if $(BIN)/helm template doclib $(CHART) -f $(CHART)/ci/fail-no-credentials.yaml >/dev/null 2>&1; then \
+	  echo "$(CHART) rendered without back-office credentials"; exit 1; fi
 
 clean-data:
 	rm -rf .data

@@ -128,7 +128,9 @@ func mediaProxy(target *url.URL) http.Handler {
 		},
 		Transport: otelhttp.NewTransport(transport),
 		ModifyResponse: func(resp *http.Response) error {
-			resp.Header.Set("Cache-Control", documentCache)
+			if resp.StatusCode < 400 { // problems keep their no-store
+				resp.Header.Set("Cache-Control", documentCache)
+			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
