@@ -33,7 +33,12 @@ func NewEngine(service string, log *slog.Logger) *gin.Engine {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true // c.Done/c.Value follow the request's context
-	e.RemoveExtraSlash = false
+	// An unknown path is a 404 problem, not a redirect to a path with or
+	// without a trailing slash.
+	e.RedirectTrailingSlash = false
+	// Gin believes every X-Forwarded-For by default; services that sit
+	// behind a known proxy (the gateway behind an ingress) set their own.
+	_ = e.SetTrustedProxies(nil)
 	e.Use(requestID(), recovery(log), otelgin.Middleware(service, otelgin.WithGinFilter(notProbe)), accessLog(log))
 	e.NoRoute(func(c *gin.Context) { Fail(c, problem.NotFound("no route "+c.Request.URL.Path)) })
 	e.NoMethod(func(c *gin.Context) {

@@ -47,9 +47,6 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, fmt.Errorf("httpapi: no authentication for /bo")
 	}
 	e := httpx.NewEngine("gateway", d.Log)
-	// An unknown path is a 404 problem, not a redirect to a path with or
-	// without a trailing slash.
-	e.RedirectTrailingSlash = false
 	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
