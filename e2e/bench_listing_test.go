@@ -1,0 +1,788 @@
+package e2e
+
+// BenchmarkListingVsNginx measures GET /public/documents and
+// GET /public/documents/:id/detail through the gateway, against nginx
+// serving the same bytes as static files, with wrk, in the same run.
+// bench/README.md tells how to run it and what the figures mean; the
+// figures are written to bench/results/listing.md.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/devserver"
+)
+
+// ServiceURL returns the base URL of service s of the stack (e.g.
+// "catalog"), to measure a service directly, without the gateway.
+func (st *Stack) ServiceURL(s string) string { return "http://" + st.addrs[s] }
+
+// listingSettings are the knobs of the listing benchmark, overridable by
+// environment variables (see bench/README.md).
+type listingSettings struct {
+	sizes       []int
+	threads     int
+	conns       int
+	duration    time.Duration
+	rounds      int
+	seedWorkers int
+	out         string
+}
+
+func loadListingSettings(b *testing.B) listingSettings {
+	s := listingSettings{sizes: []int{100, 1000, 10000}, threads: 2, conns: 64, duration: 6 * time.Second,
+		rounds: 3, seedWorkers: 8, out: filepath.Join("..", "bench", "results", "listing.md")}
+	if v := os.Getenv("BENCH_SIZES"); v != "" {
+		s.sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("BENCH_SIZES=%q: want a comma-separated list of positive counts", v)
+			}
+			s.sizes = append(s.sizes, n)
+		}
+		sort.Ints(s.sizes)
+	}
+	if v := os.Getenv("BENCH_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			b.Fatalf("BENCH_DURATION=%q: want a duration of 1s or more", v)
+		}
+		s.duration = d
+	}
+	for name, p := range map[string]*int{"BENCH_ROUNDS": &s.rounds, "BENCH_CONNECTIONS": &s.conns, "BENCH_THREADS": &s.threads} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				b.Fatalf("%s=%q: want a positive integer", name, v)
+			}
+			*p = n
+		}
+	}
+	if v := os.Getenv("BENCH_OUT"); v != "" {
+		s.out = v
+	}
+	return s
+}
+
+// listingTools finds nginx and wrk, or fails with how to install them.
+func listingTools(b *testing.B) (nginx, wrk string) {
+	b.Helper()
+	find := func(name string) string {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/usr/bin"} {
+			p := filepath.Join(dir, name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p
+			}
+		}
+		return ""
+	}
+	nginx, wrk = find("nginx"), find("wrk")
+	var missing []string
+	if nginx == "" {
+		missing = append(missing, "nginx")
+	}
+	if wrk == "" {
+		missing = append(missing, "wrk")
+	}
+	if len(missing) > 0 {
+		b.Fatalf("BenchmarkListingVsNginx needs %s, which is not installed. Install it with\n"+
+			"    sudo apt-get update && sudo apt-get install -y nginx-light wrk\n"+
+			"(Debian/Ubuntu packages; `make bench` does this for you when run as root)", strings.Join(missing, " and "))
+	}
+	return nginx, wrk
+}
+
+func BenchmarkListingVsNginx(b *testing.B) {
+	nginxBin, wrkBin := listingTools(b)
+	cfg := loadListingSettings(b)
+
+	// The per-client-IP rate limit of /public (100 req/s by default) would
+	// answer 429 to a load test from one address: it is disabled here.
+	st := NewStack(b, map[string][]string{"gateway": {"PUBLIC_RATE_LIMIT=0"}})
+	listingSeeder := newListingSeeder(b, st, cfg.seedWorkers)
+
+	rep := &listingReport{cfg: cfg, started: time.Now()}
+	rep.versions(nginxBin, wrkBin)
+	for _, n := range cfg.sizes {
+		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
+			seed := listingSeeder.seedTo(b, n)
+			res := measureListingSize(b, st, nginxBin, wrkBin, cfg, n, listingSeeder.detailID)
+			res.seed = seed
+			rep.sizes = append(rep.sizes, res)
+			for _, t := range res.targets {
+				m := res.median(t.name)
+				b.ReportMetric(m.rps, t.name+"_req/s")
+				b.ReportMetric(m.p50.Seconds()*1000, t.name+"_p50_ms")
+				b.ReportMetric(m.p99.Seconds()*1000, t.name+"_p99_ms")
+			}
+			for _, k := range []string{"list", "detail"} {
+				rr, pr := res.ratios("gateway_"+k, "nginx_"+k)
+				b.ReportMetric(rr, "gateway/nginx_"+k+"_req/s_ratio")
+				b.ReportMetric(pr, "gateway/nginx_"+k+"_p99_ratio")
+			}
+		})
+	}
+	rep.finished = time.Now()
+	md := rep.markdown()
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("figures written to %s\n%s", cfg.out, md)
+}
+
+// ---- seeding ----
+
+type listingSeed struct {
+	added    int
+	took     time.Duration
+	workers  int
+	byType   map[string]int
+	listSize int   // bytes of the public listing
+	stored   int   // documents the catalog holds (retries may add some)
+	retries  int64 // creates retried after a 5xx, so far
+}
+
+type listingSeeder struct {
+	st       *Stack
+	client   *http.Client
+	workers  int
+	tags     []string
+	pdfID    string
+	pngID    string
+	count    int
+	detailID string // a MARKDOWN document whose detail is measured
+	byType   map[string]int
+	retries  atomic.Int64
+}
+
+func newListingSeeder(b *testing.B, st *Stack, workers int) *listingSeeder {
+	s := &listingSeeder{st: st, workers: workers, byType: map[string]int{},
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}}
+	for c := 0; c < 4; c++ {
+		cat := fmt.Sprintf("bench-cat-%d", c)
+		st.Must("POST", "/bo/tags-categories", fmt.Sprintf(`{"id":%q,"name":"Catégorie %d"}`, cat, c), 201)
+		for i := 0; i < 5; i++ {
+			id := fmt.Sprintf("bench-tag-%d-%d", c, i)
+			st.Must("POST", "/bo/tags", fmt.Sprintf(`{"id":%q,"name":"Étiquette %d.%d","categoryId":%q}`, id, c, i, cat), 201)
+			s.tags = append(s.tags, id)
+		}
+	}
+	s.pdfID = st.Upload("guide.pdf", pdfBytes)
+	s.pngID = st.Upload("schema.png", pngBytes)
+	return s
+}
+
+var listingWords = strings.Fields("vaccination enfants adolescents guide fiche pratique santé prévention " +
+	"nutrition sommeil parents école dépistage calendrier allergies urgence conseils soins")
+
+// document returns the body of the i-th seeded document: 45% LINK, 30%
+// MARKDOWN, 15% HTML, 10% PDF, each with 0 to 4 tags.
+func (s *listingSeeder) document(i int) (string, map[string]any) {
+	r := rand.New(rand.NewPCG(uint64(i), 42))
+	title := fmt.Sprintf("%s %s %s — n°%d", listingWords[r.IntN(len(listingWords))], listingWords[r.IntN(len(listingWords))],
+		listingWords[r.IntN(len(listingWords))], i)
+	tags := []string{}
+	for _, k := range r.Perm(len(s.tags))[:r.IntN(5)] {
+		tags = append(tags, s.tags[k])
+	}
+	body := map[string]any{"title": title, "tagsIds": tags}
+	var typ string
+	switch p := r.IntN(100); {
+	case p < 45:
+		typ = "LINK"
+		body["url"] = fmt.Sprintf("https://www.example.org/ressources/%s/%d", listingWords[r.IntN(len(listingWords))], i)
+	case p < 75:
+		typ = "MARKDOWN"
+		body["content"] = "# " + title + "\n\n" + strings.Repeat("Un paragraphe de texte sur la "+listingWords[r.IntN(len(listingWords))]+". ", 20)
+		body["sources"] = []string{"OMS", "Santé publique France"}
+		body["imagesIds"] = []string{s.pngID}
+	case p < 90:
+		typ = "HTML"
+		body["content"] = "<h1>" + title + "</h1>" + strings.Repeat("<p>Un paragraphe <em>HTML</em>.</p>", 10)
+	default:
+		typ = "PDF"
+		body["fileId"] = s.pdfID
+	}
+	body["type"] = typ
+	return typ, body
+}
+
+// seedTo creates documents until the catalog holds n, with s.workers
+// concurrent BO requests through the gateway, and waits until the public
+// listing shows all n.
+func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
+	b.Helper()
+	start, from := time.Now(), s.count
+	first := from
+	if s.count == 0 {
+		// The first write creates the catalog's revision counter; concurrent
+		// first writes race on it (E11000 on the meta collection, answered
+		// 500 after the document was stored): one document alone first.
+		typ, body := s.document(0)
+		id, err := s.create(body)
+		if err != nil {
+			b.Fatalf("seeding: %v", err)
+		}
+		s.byType[typ]++
+		if typ == "MARKDOWN" {
+			s.detailID = id
+		}
+		first = 1
+	}
+	var next atomic.Int64
+	next.Store(int64(first))
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for w := 0; w < s.workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				typ, body := s.document(i)
+				id, err := s.create(body)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					s.byType[typ]++
+					if typ == "MARKDOWN" && s.detailID == "" {
+						s.detailID = id
+					}
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatalf("seeding: %v", firstErr)
+	}
+	s.count = n
+	took := time.Since(start)
+	// A retried create may have been stored twice: the back-office listing
+	// (revision-checked on every request) tells how many there are.
+	var all []json.RawMessage
+	s.st.Must("GET", "/bo/documents", nil, 200).JSON(b, &all)
+	if len(all) != n {
+		b.Logf("the catalog holds %d documents, not %d (%d retried creates)", len(all), n, s.retries.Load())
+	}
+	var size int
+	Eventually(b, 30*time.Second, fmt.Sprintf("the public listing shows %d documents", len(all)), func() bool {
+		var list []json.RawMessage
+		r := s.st.Req("GET", "/public/documents", nil)
+		if r.Status != 200 || json.Unmarshal(r.Body, &list) != nil {
+			return false
+		}
+		size = len(r.Body)
+		return len(list) == len(all)
+	})
+	byType := map[string]int{}
+	for k, v := range s.byType {
+		byType[k] = v
+	}
+	b.Logf("seeded %d documents (%d → %d) in %s with %d workers (%.0f docs/s); listing %d bytes",
+		n-from, from, n, took.Round(time.Millisecond), s.workers, float64(n-from)/took.Seconds(), size)
+	return listingSeed{added: n - from, took: took, workers: s.workers, byType: byType, listSize: size, stored: len(all), retries: s.retries.Load()}
+}
+
+func (s *listingSeeder) create(body map[string]any) (string, error) {
+	raw, _ := json.Marshal(body)
+	for attempt := 0; ; attempt++ {
+		req, _ := http.NewRequest("POST", s.st.URL+"/bo/documents", bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+Token)
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 201 {
+			var d struct{ ID string }
+			if err := json.Unmarshal(out, &d); err != nil {
+				return "", err
+			}
+			return d.ID, nil
+		}
+		// A busy SQLite-backed FerretDB may answer 503 now and then.
+		if resp.StatusCode >= 500 && attempt < 5 {
+			s.retries.Add(1)
+			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+			continue
+		}
+		return "", fmt.Errorf("POST /bo/documents: %d %s", resp.StatusCode, out)
+	}
+}
+
+// ---- nginx ----
+
+// startListingNginx serves files (URL path → content) from a temporary directory
+// with an nginx of its own on a free loopback port, and returns its base URL.
+func startListingNginx(b *testing.B, bin string, files map[string][]byte) string {
+	b.Helper()
+	// Not b.TempDir: nginx's workers may run as another user, who must be
+	// able to read the files.
+	dir, err := os.MkdirTemp("", "doclib-bench-nginx-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	addr, err := devserver.FreeAddr()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var locs strings.Builder
+	i := 0
+	for path, body := range files {
+		f := filepath.Join(dir, fmt.Sprintf("body-%d.json", i))
+		i++
+		if err := os.WriteFile(f, body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(&locs, "        location = %s { default_type application/json; alias %s; }\n", path, f)
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;\n" // workers read the files as the owner
+	}
+	conf := fmt.Sprintf(`%sdaemon off;
+master_process on;
+worker_processes auto;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    client_body_temp_path %[2]s/body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    server {
+        listen %[3]s;
+%[4]s    }
+}
+`, user, dir, addr, locs.String())
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start nginx: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-done:
+			logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			b.Fatalf("nginx exited: %s\n%s", out.String(), logs)
+		default:
+		}
+		for p := range files {
+			if resp, err := http.Get(url + p); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return url
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			b.Fatalf("nginx not answering on %s: %s\n%s", addr, out.String(), logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ---- wrk ----
+
+type wrkRun struct {
+	rps      float64
+	p50, p99 time.Duration
+	requests int64
+	transfer string // per second, as wrk prints it
+	errors   string // non-2xx/3xx or socket errors, empty if none
+}
+
+var (
+	wrkRPS      = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
+	wrkTransfer = regexp.MustCompile(`(?m)^Transfer/sec:\s+(\S+)`)
+	wrkLat      = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s|m)\s*$`)
+	wrkReqs     = regexp.MustCompile(`(?m)^\s+(\d+) requests in `)
+	wrkNon2xx   = regexp.MustCompile(`(?m)^\s+Non-2xx or 3xx responses: (\d+)`)
+	wrkSocket   = regexp.MustCompile(`(?m)^\s+Socket errors: (.*)$`)
+)
+
+func parseWrkOutput(out string) (wrkRun, error) {
+	var r wrkRun
+	m := wrkRPS.FindStringSubmatch(out)
+	if m == nil {
+		return r, errors.New("no Requests/sec in wrk's output")
+	}
+	r.rps, _ = strconv.ParseFloat(m[1], 64)
+	if m := wrkTransfer.FindStringSubmatch(out); m != nil {
+		r.transfer = m[1]
+	}
+	if m := wrkReqs.FindStringSubmatch(out); m != nil {
+		r.requests, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	for _, m := range wrkLat.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second, "m": time.Minute}[m[3]]
+		d := time.Duration(v * float64(unit))
+		if m[1] == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	if r.p50 == 0 || r.p99 == 0 {
+		return r, errors.New("no 50%/99% latency in wrk's output (was --latency given?)")
+	}
+	var errs []string
+	if m := wrkNon2xx.FindStringSubmatch(out); m != nil {
+		errs = append(errs, m[1]+" non-2xx/3xx")
+	}
+	if m := wrkSocket.FindStringSubmatch(out); m != nil {
+		errs = append(errs, "socket errors: "+m[1])
+	}
+	r.errors = strings.Join(errs, "; ")
+	return r, nil
+}
+
+func runListingWrk(b *testing.B, bin string, cfg listingSettings, d time.Duration, url string) wrkRun {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-t"+strconv.Itoa(cfg.threads), "-c"+strconv.Itoa(cfg.conns),
+		"-d"+strconv.Itoa(int(d.Seconds()))+"s", "--latency", url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("wrk %s: %v\n%s", url, err, out)
+	}
+	r, err := parseWrkOutput(string(out))
+	if err != nil {
+		b.Fatalf("wrk %s: %v\n%s", url, err, out)
+	}
+	return r
+}
+
+// ---- one size ----
+
+type listingTarget struct {
+	name, url string
+}
+
+type listingSizeResult struct {
+	n           int
+	seed        listingSeed
+	listBytes   int
+	detailBytes int
+	targets     []listingTarget
+	runs        map[string][]wrkRun // per target, one per round, in round order
+}
+
+func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg listingSettings, n int, detailID string) *listingSizeResult {
+	b.Helper()
+	list := st.Req("GET", "/public/documents", nil)
+	detailPath := "/public/documents/" + detailID + "/detail"
+	detail := st.Req("GET", detailPath, nil)
+	if list.Status != 200 || detail.Status != 200 {
+		b.Fatalf("listing %d, detail %d", list.Status, detail.Status)
+	}
+	ng := startListingNginx(b, nginxBin, map[string][]byte{"/public/documents": list.Body, detailPath: detail.Body})
+	// Same bytes from nginx as from the gateway?
+	if r, err := http.Get(ng + "/public/documents"); err != nil {
+		b.Fatal(err)
+	} else {
+		got, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if !bytes.Equal(got, list.Body) {
+			b.Fatalf("nginx serves %d bytes, the gateway %d", len(got), len(list.Body))
+		}
+	}
+	cat := st.ServiceURL("catalog")
+	res := &listingSizeResult{n: n, listBytes: len(list.Body), detailBytes: len(detail.Body), runs: map[string][]wrkRun{},
+		targets: []listingTarget{
+			{"nginx_list", ng + "/public/documents"},
+			{"gateway_list", st.URL + "/public/documents"},
+			{"catalog_list", cat + "/public/documents"},
+			{"nginx_detail", ng + detailPath},
+			{"gateway_detail", st.URL + detailPath},
+			{"catalog_detail", cat + detailPath},
+		}}
+	// Warm-up: connections, caches, the Go runtimes' heaps.
+	for _, t := range res.targets {
+		runListingWrk(b, wrkBin, cfg, time.Second, t.url)
+	}
+	for round := 0; round < cfg.rounds; round++ {
+		// Every other round in the reverse order, so a drift of the machine
+		// during a round does not always favour the same side.
+		order := append([]listingTarget(nil), res.targets...)
+		if round%2 == 1 {
+			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+				order[i], order[j] = order[j], order[i]
+			}
+		}
+		for _, t := range order {
+			r := runListingWrk(b, wrkBin, cfg, cfg.duration, t.url)
+			if r.errors != "" {
+				b.Errorf("%s (docs=%d, round %d): %s", t.name, n, round+1, r.errors)
+			}
+			b.Logf("docs=%d round %d %-15s %9.0f req/s  p50 %8s  p99 %8s  %s/s", n, round+1, t.name, r.rps, r.p50, r.p99, r.transfer)
+			res.runs[t.name] = append(res.runs[t.name], r)
+		}
+	}
+	return res
+}
+
+func listingMedian(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// median is the median of each figure of a target's rounds.
+func (r *listingSizeResult) median(name string) wrkRun {
+	var rps, p50, p99 []float64
+	for _, w := range r.runs[name] {
+		rps = append(rps, w.rps)
+		p50 = append(p50, float64(w.p50))
+		p99 = append(p99, float64(w.p99))
+	}
+	return wrkRun{rps: listingMedian(rps), p50: time.Duration(listingMedian(p50)), p99: time.Duration(listingMedian(p99))}
+}
+
+// ratios are the medians over the rounds of the same-round ratios of a to
+// base: requests/s (higher is better) and p99 (lower is better).
+func (r *listingSizeResult) ratios(a, base string) (rps, p99 float64) {
+	var rr, pr []float64
+	for i := range r.runs[a] {
+		if i >= len(r.runs[base]) {
+			break
+		}
+		x, y := r.runs[a][i], r.runs[base][i]
+		rr = append(rr, x.rps/y.rps)
+		pr = append(pr, float64(x.p99)/float64(y.p99))
+	}
+	return listingMedian(rr), listingMedian(pr)
+}
+
+// ---- report ----
+
+type listingReport struct {
+	cfg               listingSettings
+	started, finished time.Time
+	nginxV, wrkV      string
+	cpu, kernel       string
+	sizes             []*listingSizeResult
+}
+
+func (rep *listingReport) versions(nginxBin, wrkBin string) {
+	out, _ := exec.Command(nginxBin, "-v").CombinedOutput()
+	rep.nginxV = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "nginx version:"))
+	out, _ = exec.Command(wrkBin, "-v").CombinedOutput()
+	rep.wrkV = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				rep.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	out, _ = exec.Command("uname", "-sr").Output()
+	rep.kernel = strings.TrimSpace(string(out))
+}
+
+func listingDur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+// Targets of the issue: at 1,000 documents the gateway's listing makes at
+// least half of nginx's requests/s, with a p99 at most twice nginx's.
+const (
+	listingTargetDocs = 1000
+	listingTargetRPS  = 0.5
+	listingTargetP99  = 2.0
+)
+
+func (rep *listingReport) markdown() string {
+	var w strings.Builder
+	c := rep.cfg
+	fmt.Fprintf(&w, "# Listing and detail through the gateway vs nginx\n\n")
+	fmt.Fprintf(&w, "Written by `BenchmarkListingVsNginx` (e2e/bench_listing_test.go); see bench/README.md. Do not edit by hand.\n\n")
+	fmt.Fprintf(&w, "- Date: %s (run took %s)\n", rep.started.UTC().Format("2006-01-02 15:04 MST"), rep.finished.Sub(rep.started).Round(time.Second))
+	fmt.Fprintf(&w, "- Machine: %d CPUs (nproc), %s, %s, GOMAXPROCS %d\n", runtime.NumCPU(), listingOrUnknown(rep.cpu), listingOrUnknown(rep.kernel), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&w, "- Go %s; nginx %s (Debian package, `sendfile on`, `access_log off`, worker_processes auto); %s\n", strings.TrimPrefix(runtime.Version(), "go"), listingOrUnknown(rep.nginxV), listingOrUnknown(rep.wrkV))
+	fmt.Fprintf(&w, "- Load: `wrk -t%d -c%d -d%s --latency`, %d rounds per target after a 1 s warm-up each; the targets run one after the other, every other round in reverse order. Figures are the median of the rounds; ratios are the median of the same-round ratios.\n",
+		c.threads, c.conns, c.duration, c.rounds)
+	fmt.Fprintf(&w, "- Stack: the e2e stack (FerretDB on SQLite, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at debug level into the test process, as in every e2e test. **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n")
+	fmt.Fprintf(&w, "- nginx serves the very bytes the gateway answered (listing and one MARKDOWN document's detail) as static files; `catalog` is the catalog service hit directly on its own port, without the gateway.\n\n")
+
+	fmt.Fprintf(&w, "## Figures\n\n")
+	fmt.Fprintf(&w, "| docs | route | target | body | req/s | p50 | p99 | req/s ÷ nginx | p99 ÷ nginx |\n")
+	fmt.Fprintf(&w, "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, s := range rep.sizes {
+		for _, route := range []string{"list", "detail"} {
+			path, size := "`/public/documents`", s.listBytes
+			if route == "detail" {
+				path, size = "`/public/documents/:id/detail`", s.detailBytes
+			}
+			for _, who := range []string{"nginx", "gateway", "catalog"} {
+				name := who + "_" + route
+				m := s.median(name)
+				rr, pr := "—", "—"
+				if who != "nginx" {
+					a, b := s.ratios(name, "nginx_"+route)
+					rr, pr = fmt.Sprintf("%.2f", a), fmt.Sprintf("%.2f", b)
+				}
+				fmt.Fprintf(&w, "| %d | %s | %s | %s | %.0f | %s | %s | %s | %s |\n", s.n, path, who, listingBytes(size), m.rps, listingDur(m.p50), listingDur(m.p99), rr, pr)
+			}
+		}
+	}
+
+	fmt.Fprintf(&w, "\n## Target\n\n")
+	fmt.Fprintf(&w, "The listing through the gateway at %d documents, %d connections: at least %.1f× nginx's requests/s and a p99 at most %.1f× nginx's, in the same run.\n\n", listingTargetDocs, c.conns, listingTargetRPS, listingTargetP99)
+	found := false
+	for _, s := range rep.sizes {
+		if s.n != listingTargetDocs {
+			continue
+		}
+		found = true
+		rr, pr := s.ratios("gateway_list", "nginx_list")
+		verdict := func(ok bool) string {
+			if ok {
+				return "**PASS**"
+			}
+			return "**FAIL**"
+		}
+		fmt.Fprintf(&w, "| criterion | measured | target | result |\n| --- | ---: | ---: | --- |\n")
+		fmt.Fprintf(&w, "| req/s ÷ nginx | %.2f | ≥ %.2f | %s |\n", rr, listingTargetRPS, verdict(rr >= listingTargetRPS))
+		fmt.Fprintf(&w, "| p99 ÷ nginx | %.2f | ≤ %.2f | %s |\n", pr, listingTargetP99, verdict(pr <= listingTargetP99))
+		if c.conns != 64 {
+			fmt.Fprintf(&w, "\n(Run with %d connections, not 64: not the target's conditions.)\n", c.conns)
+		}
+	}
+	if !found {
+		fmt.Fprintf(&w, "Not measured in this run (no size of %d documents).\n", listingTargetDocs)
+	}
+
+	fmt.Fprintf(&w, "\n## Seeding\n\n")
+	fmt.Fprintf(&w, "Documents created through `POST /bo/documents` on the gateway, %d concurrent requests; 45%% LINK, 30%% MARKDOWN (with an image), 15%% HTML, 10%% PDF (one shared file), 0 to 4 of 20 tags each. Each size adds to the previous one.\n\n", c.seedWorkers)
+	fmt.Fprintf(&w, "| docs | added | took | docs/s | LINK | MARKDOWN | HTML | PDF | listing body | stored | retried creates |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, s := range rep.sizes {
+		fmt.Fprintf(&w, "| %d | %d | %s | %.0f | %d | %d | %d | %d | %s | %d | %d |\n", s.n, s.seed.added, s.seed.took.Round(100*time.Millisecond),
+			float64(s.seed.added)/s.seed.took.Seconds(), s.seed.byType["LINK"], s.seed.byType["MARKDOWN"], s.seed.byType["HTML"], s.seed.byType["PDF"], listingBytes(s.seed.listSize),
+			s.seed.stored, s.seed.retries)
+	}
+
+	fmt.Fprintf(&w, "\n## Every round\n\n")
+	fmt.Fprintf(&w, "| docs | target | round | req/s | p50 | p99 | transfer/s | errors |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	for _, s := range rep.sizes {
+		for _, t := range s.targets {
+			for i, r := range s.runs[t.name] {
+				fmt.Fprintf(&w, "| %d | %s | %d | %.0f | %s | %s | %s | %s |\n", s.n, t.name, i+1, r.rps, listingDur(r.p50), listingDur(r.p99), r.transfer, listingOrNone(r.errors))
+			}
+		}
+	}
+	return w.String()
+}
+
+func listingBytes(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
+
+func listingOrUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func listingOrNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
