@@ -130,11 +130,11 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),
 			"BO_API_TOKENS=" + Token, "SHUTDOWN_DRAIN_DELAY=0s"},
 	}
-	for s, e := range extra {
-		st.env[s] = append(st.env[s], e...)
-	}
 	for _, s := range order {
-		st.env[s] = append(st.env[s], "HTTP_ADDR="+st.addrs[s], "LOG_LEVEL=debug")
+		st.env[s] = append(st.env[s], "HTTP_ADDR="+st.addrs[s], "LOG_LEVEL=info")
+	}
+	for s, e := range extra { // last, so they win
+		st.env[s] = append(st.env[s], e...)
 	}
 	st.URL = url("gateway")
 	t.Cleanup(func() {

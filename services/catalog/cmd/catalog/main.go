@@ -84,7 +84,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer shutdown.Do(log, "mongodb", client.Disconnect)
-	store := mongostore.New(client.Database(cfg.database))
+	store := mongostore.New(client.Database(cfg.database), log)
 	if err := store.EnsureIndexes(ctx); err != nil {
 		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
 	}

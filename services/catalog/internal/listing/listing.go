@@ -39,18 +39,25 @@ type Cache struct {
 // Invalidate makes the next Get render again.
 func (c *Cache) Invalidate() { c.invalid.Store(true) }
 
-// Get returns a fresh enough Entry. While one caller renews it, others are
-// served the current one if it is within CheckEvery of its last check, so a
-// burst of requests costs one revision lookup.
+// Get returns a fresh enough Entry. While one caller renews it, the others
+// are served the current entry without waiting (if it is younger than
+// MaxAge and not invalidated), so requests never queue behind the revision
+// lookup.
 func (c *Cache) Get(ctx context.Context) (*Entry, error) {
 	now := time.Now()
-	if e := c.cur.Load(); e != nil && c.fresh(e, now) {
+	e := c.cur.Load()
+	if e != nil && c.fresh(e, now) {
 		return e, nil
 	}
-	c.renew.Lock()
+	if !c.renew.TryLock() {
+		if e != nil && !c.invalid.Load() && now.Sub(e.made) < c.MaxAge {
+			return e, nil // someone is renewing it
+		}
+		c.renew.Lock()
+	}
 	defer c.renew.Unlock()
 	now = time.Now()
-	e := c.cur.Load()
+	e = c.cur.Load()
 	if e != nil && c.fresh(e, now) {
 		return e, nil // renewed while we waited
 	}

@@ -6,6 +6,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -25,13 +26,14 @@ const Source = "/catalog"
 type Store struct {
 	docs *mongo.Collection
 	meta *mongo.Collection
+	log  *slog.Logger
 }
 
 var _ document.Store = (*Store)(nil)
 
 // New returns a Store on db. Call EnsureIndexes once at start-up.
-func New(db *mongo.Database) *Store {
-	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta")}
+func New(db *mongo.Database, log *slog.Logger) *Store {
+	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta"), log: log}
 }
 
 // Documents is the collection, for the outbox relay.
@@ -306,8 +308,22 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	return m.Rev, err
 }
 
+// bump moves the revision after a write. It never fails the write that
+// already happened (a client told 500 would retry and store a duplicate): a
+// lost bump only delays other replicas' listings by the caches' MaxAge. Two
+// first upserts racing make one fail on the unique _id; it is retried.
 func (s *Store) bump(ctx context.Context) error {
-	_, err := s.meta.UpdateOne(ctx, bson.M{"_id": "documents"}, bson.M{"$inc": bson.M{"rev": int64(1)}},
-		options.UpdateOne().SetUpsert(true))
-	return err
+	inc := func() error {
+		_, err := s.meta.UpdateOne(ctx, bson.M{"_id": "documents"}, bson.M{"$inc": bson.M{"rev": int64(1)}},
+			options.UpdateOne().SetUpsert(true))
+		return err
+	}
+	err := inc()
+	if mongox.IsDuplicateKey(err) {
+		err = inc()
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "listing revision not moved; other replicas see the change within their cache's max age", "error", err)
+	}
+	return nil
 }

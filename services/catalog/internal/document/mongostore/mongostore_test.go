@@ -3,6 +3,8 @@ package mongostore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func newStore(t *testing.T) (*mongostore.Store, context.Context) {
 	t.Helper()
 	t.Parallel()
-	s := mongostore.New(testkit.Mongo(t))
+	s := mongostore.New(testkit.Mongo(t), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes twice")
@@ -114,6 +116,20 @@ func TestReplaceIsOptimistic(t *testing.T) {
 	testkit.Must(t, s.Documents().FindOne(ctx, bson.M{"_id": "a"}).Decode(&raw), "raw")
 	if raw["outbox"] == nil {
 		t.Error("the pending event was lost")
+	}
+}
+
+func TestConcurrentFirstWritesAllMoveTheRevision(t *testing.T) {
+	s, ctx := newStore(t)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() { errs <- s.Insert(ctx, md(fmt.Sprint("d", i), t0)) }()
+	}
+	for range 8 {
+		testkit.Must(t, <-errs, "concurrent insert")
+	}
+	if rev, _ := s.Revision(ctx); rev == 0 {
+		t.Error("revision did not move")
 	}
 }
 
