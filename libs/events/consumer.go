@@ -80,7 +80,23 @@ type ConsumerConfig struct {
 	AckWait time.Duration
 	// MaxAckPending bounds the messages in flight (default 256).
 	MaxAckPending int
+	// Batch, if set, applies several events in one call: the messages
+	// already fetched (up to MaxBatch, waiting at most BatchWait for more
+	// after the first) go to Batch together and are acked together. If it
+	// fails, each message of the batch goes through the one-at-a-time
+	// handler instead, so retries, Permanent errors and dead-lettering keep
+	// their per-message meaning. A burst of events then costs a few writes,
+	// not one per event.
+	Batch BatchHandler
+	// MaxBatch bounds a batch (default 64); BatchWait is how long to wait
+	// for more messages once one arrived (default 2ms).
+	MaxBatch  int
+	BatchWait time.Duration
 }
+
+// BatchHandler applies several events at once; it must be idempotent as a
+// Handler is.
+type BatchHandler func(ctx context.Context, es []Envelope) error
 
 var defaultBackoff = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
 
@@ -97,6 +113,12 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 256
 	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 64
+	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = 2 * time.Millisecond
+	}
 	return c
 }
 
@@ -111,7 +133,8 @@ func (c ConsumerConfig) validate() error {
 }
 
 // Consumer runs a handler over a durable pull consumer of the LIBRARY
-// stream, one message at a time.
+// stream, one message at a time, or in batches when the configuration has
+// a batch handler.
 type Consumer struct {
 	cfg     ConsumerConfig
 	js      jetstream.JetStream
@@ -119,6 +142,11 @@ type Consumer struct {
 	log     *slog.Logger
 	tracer  trace.Tracer
 	cc      jetstream.ConsumeContext
+
+	// With cfg.Batch: the consume callback queues messages here, and one
+	// worker takes them in batches.
+	inbox  chan jetstream.Msg
+	worker chan struct{} // closed when the worker has stopped
 }
 
 // StartConsumer creates or updates the durable consumer cfg.Name and starts
@@ -155,7 +183,14 @@ func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConf
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
-	c.cc, err = cons.Consume(c.handle,
+	deliver := c.handle
+	if cfg.Batch != nil {
+		c.inbox = make(chan jetstream.Msg, cfg.MaxAckPending)
+		c.worker = make(chan struct{})
+		deliver = func(msg jetstream.Msg) { c.inbox <- msg }
+		go c.batches()
+	}
+	c.cc, err = cons.Consume(deliver,
 		// A small buffer: Drain processes what is buffered before stopping.
 		jetstream.PullMaxMessages(64),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -175,12 +210,105 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	c.cc.Drain()
 	select {
 	case <-c.cc.Closed():
-		c.log.Info("consumer stopped")
-		return nil
 	case <-ctx.Done():
 		c.cc.Stop()
 		return fmt.Errorf("consumer %s: drain: %w", c.cfg.Name, ctx.Err())
 	}
+	if c.inbox != nil {
+		close(c.inbox) // the callback is not called after Closed
+		select {
+		case <-c.worker:
+		case <-ctx.Done():
+			return fmt.Errorf("consumer %s: drain: %w", c.cfg.Name, ctx.Err())
+		}
+	}
+	c.log.Info("consumer stopped")
+	return nil
+}
+
+// batches takes queued messages in batches until the inbox is closed.
+func (c *Consumer) batches() {
+	defer close(c.worker)
+	for first := range c.inbox {
+		batch := []jetstream.Msg{first}
+		wait := time.NewTimer(c.cfg.BatchWait)
+	gather:
+		for len(batch) < c.cfg.MaxBatch {
+			select {
+			case msg, ok := <-c.inbox:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, msg)
+			case <-wait.C:
+				break gather
+			}
+		}
+		wait.Stop()
+		c.applyBatch(batch)
+	}
+}
+
+// applyBatch hands the well-formed first deliveries of batch to the batch
+// handler and acks them; anything else, or a failed batch, goes through
+// handle one message at a time.
+func (c *Consumer) applyBatch(batch []jetstream.Msg) {
+	var envs []Envelope
+	var msgs []jetstream.Msg
+	for _, msg := range batch {
+		var env Envelope
+		md, err := msg.Metadata()
+		if err != nil || md.NumDelivered > 1 || json.Unmarshal(msg.Data(), &env) != nil || env.ID == "" || env.Type == "" {
+			c.handle(msg) // redeliveries and poison keep their per-message path
+			continue
+		}
+		envs, msgs = append(envs, env), append(msgs, msg)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	if len(msgs) == 1 {
+		c.handle(msgs[0])
+		return
+	}
+	links := make([]trace.Link, len(msgs))
+	for i, msg := range msgs {
+		mctx := otel.GetTextMapPropagator().Extract(context.Background(), HeaderCarrier(msg.Headers()))
+		links[i] = trace.Link{SpanContext: trace.SpanContextFromContext(mctx)}
+	}
+	ctx, span := c.tracer.Start(context.Background(), "process batch "+c.cfg.Name,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(links...),
+		trace.WithAttributes(messagingSystem, semconv.MessagingOperationTypeProcess,
+			semconv.MessagingConsumerGroupName(c.cfg.Name), semconv.MessagingBatchMessageCount(len(msgs))))
+	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
+	defer cancel()
+	if err := c.applyAll(ctx, envs); err != nil {
+		span.RecordError(err)
+		c.log.Warn("batch failed; applying its events one by one", "events", len(msgs), "error", err)
+		for _, msg := range msgs {
+			c.handle(msg)
+		}
+		return
+	}
+	for i, msg := range msgs {
+		log := c.log.With("eventId", envs[i].ID, "subject", msg.Subject(), "delivery", 1, "batch", len(msgs))
+		if err := msg.Ack(); err != nil {
+			log.Warn("event applied, ack failed", "error", err)
+			continue
+		}
+		log.Info("event applied")
+	}
+}
+
+// applyAll runs the batch handler; a panic counts as a failed batch.
+func (c *Consumer) applyAll(ctx context.Context, envs []Envelope) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("batch handler panic: %v", r)
+		}
+	}()
+	return c.cfg.Batch(ctx, envs)
 }
 
 // handle runs on the consume goroutine for each message.

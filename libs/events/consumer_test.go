@@ -360,3 +360,59 @@ func TestConsumerRetriesAFailedDeadLetterMove(t *testing.T) {
 		t.Errorf("dead letter headers %v: want delivery 3 and the reason", m.Header)
 	}
 }
+
+// TestConsumerBatches: a burst goes to the batch handler in few calls and
+// is acked; a batch that fails is applied one event at a time, where a
+// Permanent error still dead-letters just its own event.
+func TestConsumerBatches(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testLogger(t))
+	ctx := context.Background()
+	var evs []events.Event
+	for i := range 40 {
+		evs = append(evs, newEvent(t, "b"+strings.Repeat("x", i+1)))
+	}
+	// Published before the consumer starts, so they are all waiting.
+	for _, ev := range evs {
+		testkit.Must(t, pub.PublishEvent(ctx, ev), "publish")
+	}
+	poison := evs[7].ID
+	var mu sync.Mutex
+	var batches []int
+	rec := &recorder{fail: func(_ int, e events.Envelope) error {
+		if e.ID == poison {
+			return events.Permanent(errors.New("bad event"))
+		}
+		return nil
+	}}
+	cfg := events.ConsumerConfig{Name: "test-batch", Batch: func(_ context.Context, es []events.Envelope) error {
+		mu.Lock()
+		batches = append(batches, len(es))
+		mu.Unlock()
+		for _, e := range es {
+			if e.ID == poison {
+				return errors.New("a bad event in the batch")
+			}
+		}
+		return nil
+	}}
+	start(t, js, cfg, rec.handle)
+	waitFor(t, 10*time.Second, "every event acked or dead-lettered", func() bool { return allAcked(t, js, cfg.Name) })
+
+	mu.Lock()
+	defer mu.Unlock()
+	handledInBatches := 0
+	for _, n := range batches {
+		handledInBatches += n
+	}
+	if len(batches) == 0 || len(batches) > 10 || handledInBatches < len(evs) {
+		t.Errorf("batches %v: want a few batches covering all %d events", batches, len(evs))
+	}
+	if n := len(rec.callsFor(poison)); n != 1 {
+		t.Errorf("the bad event went %d times through the single handler, want 1 (fallback)", n)
+	}
+	if m := dlqMessage(t, js, cfg.Name); m.Header.Get(events.HeaderDLQEventID) != poison {
+		t.Errorf("dead letter is %q, want the bad event %s", m.Header.Get(events.HeaderDLQEventID), poison)
+	}
+}

@@ -3,11 +3,11 @@ package outbox
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -199,71 +199,85 @@ func (r *Relay) pass(ctx context.Context) (removed int, more bool, err error) {
 	return removed, more, nil
 }
 
+// publishers bounds the documents published at once in a pass.
+const publishers = 16
+
 func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed int, full bool, err error) {
 	pendingFilter := bson.M{CountField: bson.M{"$gt": 0}}
-	cur, err := coll.Find(ctx, pendingFilter,
-		options.Find().SetProjection(bson.M{"_id": 1}).SetLimit(int64(r.cfg.BatchSize)))
+	cur, err := coll.Find(ctx, pendingFilter, options.Find().
+		SetProjection(bson.M{"_id": 1, Field: 1, CountField: 1}).SetLimit(int64(r.cfg.BatchSize)))
 	if err != nil {
 		return 0, false, fmt.Errorf("find outboxes in %s: %w", coll.Name(), err)
 	}
-	var ids []struct {
-		ID bson.RawValue `bson:"_id"`
-	}
-	if err := cur.All(ctx, &ids); err != nil {
+	var docs []pendingDoc
+	if err := cur.All(ctx, &docs); err != nil {
 		return 0, false, fmt.Errorf("read outboxes in %s: %w", coll.Name(), err)
 	}
 	// Replicas polling together would otherwise walk the same documents in
 	// the same order and publish everything twice; events of different
 	// documents have no order to keep.
-	rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-	for _, id := range ids {
-		n, err := r.publishDoc(ctx, coll, id.ID)
-		removed += n
-		if err != nil {
-			return removed, false, err
-		}
-	}
-	return removed, len(ids) == r.cfg.BatchSize, nil
-}
+	rand.Shuffle(len(docs), func(i, j int) { docs[i], docs[j] = docs[j], docs[i] })
 
-// publishDoc publishes and removes the entries of one document, oldest
-// first. It reads the document afresh, so entries another replica removed
-// since the batch query are not published again.
-func (r *Relay) publishDoc(ctx context.Context, coll *mongo.Collection, docID bson.RawValue) (removed int, err error) {
-	var d pendingDoc
-	err = coll.FindOne(ctx, bson.M{"_id": docID, CountField: bson.M{"$gt": 0}},
-		options.FindOne().SetProjection(bson.M{"_id": 1, Field: 1, CountField: 1})).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil // emptied meanwhile
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read outbox in %s: %w", coll.Name(), err)
-	}
-	if len(d.Outbox) == 0 {
-		return 0, r.repairCount(ctx, coll, d)
-	}
-	for _, id := range ordered(d.Outbox) {
-		e := d.Outbox[id]
-		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-		err := r.pub.Publish(pctx, events.Message{
-			ID: id, Subject: e.Subject, Data: []byte(e.Envelope),
-			TraceParent: e.TraceParent, TraceState: e.TraceState,
-		})
-		cancel()
-		if err != nil {
-			return removed, err
+	// Documents are published concurrently (a burst of deletions is many
+	// documents with one event each); the entries of one document go one
+	// after the other, oldest first.
+	var (
+		mu        sync.Mutex
+		published []mongo.WriteModel
+		firstErr  error
+		wg        sync.WaitGroup
+		slots     = make(chan struct{}, publishers)
+	)
+	for i := range docs {
+		d := &docs[i]
+		if len(d.Outbox) == 0 {
+			if err := r.repairCount(ctx, coll, *d); err != nil {
+				return 0, false, err
+			}
+			continue
 		}
-		// Conditional on the entry: when another relay removed it first,
-		// nothing matches and the count is not decremented twice.
-		res, err := coll.UpdateOne(ctx,
-			bson.M{"_id": d.ID, Field + "." + id: bson.M{"$exists": true}},
-			bson.M{"$unset": bson.M{Field + "." + id: ""}, "$inc": bson.M{CountField: -1}})
-		if err != nil {
-			return removed, fmt.Errorf("remove outbox entry %s from %s: %w", id, coll.Name(), err)
-		}
-		removed += int(res.ModifiedCount)
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			for _, id := range ordered(d.Outbox) {
+				e := d.Outbox[id]
+				pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+				err := r.pub.Publish(pctx, events.Message{
+					ID: id, Subject: e.Subject, Data: []byte(e.Envelope),
+					TraceParent: e.TraceParent, TraceState: e.TraceState,
+				})
+				cancel()
+				mu.Lock()
+				if err != nil {
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				// Conditional on the entry: when another relay removed it
+				// first, nothing matches and the count is not decremented
+				// twice.
+				published = append(published, mongo.NewUpdateOneModel().
+					SetFilter(bson.M{"_id": d.ID, Field + "." + id: bson.M{"$exists": true}}).
+					SetUpdate(bson.M{"$unset": bson.M{Field + "." + id: ""}, "$inc": bson.M{CountField: -1}}))
+				mu.Unlock()
+			}
+		}()
 	}
-	return removed, nil
+	wg.Wait()
+	if len(published) > 0 {
+		res, err := coll.BulkWrite(ctx, published, options.BulkWrite().SetOrdered(false))
+		if res != nil {
+			removed = int(res.ModifiedCount)
+		}
+		if err != nil {
+			return removed, false, fmt.Errorf("remove published outbox entries from %s: %w", coll.Name(), err)
+		}
+	}
+	if firstErr != nil {
+		return removed, false, firstErr
+	}
+	return removed, len(docs) == r.cfg.BatchSize, nil
 }
 
 // repairCount resets outboxCount of a document whose outbox is empty, so

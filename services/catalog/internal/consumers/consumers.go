@@ -30,8 +30,10 @@ func Start(ctx context.Context, js jetstream.JetStream, store Store, log *slog.L
 		cfg events.ConsumerConfig
 		fn  events.Handler
 	}{
-		{events.ConsumerConfig{Name: "catalog-tag-deleted", Subjects: []string{events.TagDeleted}}, h.tagDeleted},
-		{events.ConsumerConfig{Name: "catalog-category-deleted", Subjects: []string{events.CategoryDeleted}}, h.categoryDeleted},
+		// A burst of tag deletions (a category with many tags, a clean-up in
+		// the back-office) is applied in batches: one write for many events.
+		{events.ConsumerConfig{Name: "catalog-tag-deleted", Subjects: []string{events.TagDeleted}, Batch: h.tagsDeleted}, h.tagDeleted},
+		{events.ConsumerConfig{Name: "catalog-category-deleted", Subjects: []string{events.CategoryDeleted}, Batch: h.categoriesDeleted}, h.categoryDeleted},
 		{events.ConsumerConfig{Name: "catalog-media-deleted", Subjects: []string{events.MediaDeleted}}, h.mediaDeleted},
 	}
 	var running []*events.Consumer
@@ -78,6 +80,46 @@ func (h handlers) tagDeleted(ctx context.Context, e events.Envelope) error {
 	n, err := h.store.RemoveTags(ctx, []string{d.TagID})
 	if err == nil {
 		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", d.TagID, "documents", n)
+	}
+	return err
+}
+
+// tagsDeleted applies several tag deletions in one write. Any event that
+// does not decode fails the batch, which the consumer then applies event by
+// event (and dead-letters the bad one).
+func (h handlers) tagsDeleted(ctx context.Context, es []events.Envelope) error {
+	ids := make([]string, 0, len(es))
+	for _, e := range es {
+		var d events.TagDeletedData
+		if err := decode(e, &d, func() string { return d.TagID }); err != nil {
+			return err
+		}
+		ids = append(ids, d.TagID)
+	}
+	n, err := h.store.RemoveTags(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, e := range es {
+		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", ids[i],
+			"batch", len(es), "documents_in_batch", n)
+	}
+	return nil
+}
+
+// categoriesDeleted is tagsDeleted for category events.
+func (h handlers) categoriesDeleted(ctx context.Context, es []events.Envelope) error {
+	var ids []string
+	for _, e := range es {
+		var d events.CategoryDeletedData
+		if err := decode(e, &d, func() string { return d.CategoryID }); err != nil {
+			return err
+		}
+		ids = append(ids, d.TagsIDs...)
+	}
+	n, err := h.store.RemoveTags(ctx, ids)
+	if err == nil {
+		h.log.InfoContext(ctx, "events applied: categories' tags removed from documents", "events", len(es), "documents", n)
 	}
 	return err
 }
