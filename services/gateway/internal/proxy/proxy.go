@@ -40,7 +40,7 @@ func NewTransport(headerTimeout time.Duration) http.RoundTripper {
 func newBaseTransport(headerTimeout time.Duration) *http.Transport {
 	dialer := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		DialContext:           dialer.DialContext,
+		DialContext: dialer.DialContext,
 		// Keep as many idle connections per service as there are concurrent
 		// requests: below that, every burst closes and reopens connections
 		// (thousands of sockets in TIME_WAIT under load, measured).
