@@ -122,7 +122,13 @@ func BenchmarkListingVsNginx(b *testing.B) {
 
 	// The per-client-IP rate limit of /public (100 req/s by default) would
 	// answer 429 to a load test from one address: it is disabled here.
-	st := NewStack(b, map[string][]string{"gateway": {"PUBLIC_RATE_LIMIT=0"}})
+	// No access logs, as nginx runs with access_log off: at info level
+	// every request is a JSON line piped into this process, on the same two
+	// cores as the load.
+	quiet := "LOG_LEVEL=warn"
+	st := NewStack(b, map[string][]string{
+		"gateway": {"PUBLIC_RATE_LIMIT=0", quiet}, "catalog": {quiet}, "taxonomy": {quiet}, "media": {quiet},
+	})
 	listingSeeder := newListingSeeder(b, st, cfg.seedWorkers)
 
 	rep := &listingReport{cfg: cfg, started: time.Now()}
@@ -690,7 +696,7 @@ func (rep *listingReport) markdown() string {
 	fmt.Fprintf(&w, "- Go %s; nginx %s (Debian package, `sendfile on`, `access_log off`, worker_processes auto); %s\n", strings.TrimPrefix(runtime.Version(), "go"), listingOrUnknown(rep.nginxV), listingOrUnknown(rep.wrkV))
 	fmt.Fprintf(&w, "- Load: `wrk -t%d -c%d -d%s --latency`, %d rounds per target after a 1 s warm-up each; the targets run one after the other, every other round in reverse order. Figures are the median of the rounds; ratios are the median of the same-round ratios.\n",
 		c.threads, c.conns, c.duration, c.rounds)
-	fmt.Fprintf(&w, "- Stack: the e2e stack (FerretDB on SQLite, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at debug level into the test process, as in every e2e test. **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n")
+	fmt.Fprintf(&w, "- Stack: the e2e stack (FerretDB on SQLite, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at warn level (no access log line per request, as nginx runs with `access_log off`). **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n")
 	fmt.Fprintf(&w, "- nginx serves the very bytes the gateway answered (listing and one MARKDOWN document's detail) as static files; `catalog` is the catalog service hit directly on its own port, without the gateway.\n\n")
 
 	fmt.Fprintf(&w, "## Figures\n\n")

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,8 +84,19 @@ func New(name string, target *url.URL, transport http.RoundTripper, log *slog.Lo
 		},
 		ErrorHandler: errorHandler(name, log),
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BufferPool:   copyBuffers,
 	}
 }
+
+// copyBuffers are the buffers bodies are copied through: without a pool,
+// ReverseProxy allocates 32 KiB per request, garbage that the collector
+// then pays for on every hot listing request.
+var copyBuffers = &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
+func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
 func errorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
