@@ -78,25 +78,9 @@ type Stack struct {
 	natsSrv *server.Server
 	natsAt  string
 	natsDir string
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // order is the start order; the gateway last.
 var order = []string{"taxonomy", "media", "catalog", "gateway"}
@@ -109,7 +93,7 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 	mongoURI := testkit.MongoURI(t)
 	s3 := testkit.MinIO(t)
 	name := testkit.UniqueName(t)
-	st := &Stack{t: t, addrs: map[string]string{}, env: map[string][]string{}, procs: map[string]*devserver.Process{}, logs: &syncBuffer{}}
+	st := &Stack{t: t, addrs: map[string]string{}, env: map[string][]string{}, procs: map[string]*devserver.Process{}, logs: &testkit.Buffer{}}
 	for _, s := range order {
 		addr, err := devserver.FreeAddr()
 		testkit.Must(t, err, "free port")
