@@ -81,7 +81,6 @@ type Stack struct {
 	logs    *testkit.Buffer
 }
 
-
 // order is the start order; the gateway last.
 var order = []string{"taxonomy", "media", "catalog", "gateway"}
 
