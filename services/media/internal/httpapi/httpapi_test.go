@@ -381,6 +381,9 @@ func TestCutOffThroughRealServer(t *testing.T) {
 	go func() {
 		_, _ = pw.Write(body[:len(body)/2])
 		cancel() // the client gives up
+		// and its body ends: after a cancel, Do waits for the body writer,
+		// which would otherwise wait on this pipe forever.
+		_ = pw.CloseWithError(context.Canceled)
 	}()
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/bo/medias", pr)
 	req.Header.Set("Content-Type", ct)
