@@ -379,9 +379,6 @@ func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time) (t
 
 // DeleteTag implements tag.Store.
 func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
-	if _, err := s.Tag(ctx, id); err != nil {
-		return err
-	}
 	var d tagDoc
 	err := s.tags.FindOne(ctx, liveByID(id)).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -389,6 +386,15 @@ func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
 	}
 	if err != nil {
 		return err
+	}
+	// A tag of a category being deleted is already gone for callers (Sweep
+	// deletes it with its event).
+	n, err := s.categories.CountDocuments(ctx, bson.M{"_id": d.CategoryRef, "deletedAt": bson.M{"$exists": false}})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return tag.ErrTagNotFound
 	}
 	return s.tombstoneTag(ctx, d, at)
 }
