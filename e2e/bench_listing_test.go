@@ -33,10 +33,6 @@ import (
 	"github.com/doclib/libs/devserver"
 )
 
-// ServiceURL returns the base URL of service s of the stack (e.g.
-// "catalog"), to measure a service directly, without the gateway.
-func (st *Stack) ServiceURL(s string) string { return "http://" + st.addrs[s] }
-
 // listingSettings are the knobs of the listing benchmark, overridable by
 // environment variables (see bench/README.md).
 type listingSettings struct {

@@ -32,10 +32,6 @@ const (
 	benchTarget    = 0.70     // gateway / direct, the target
 )
 
-// ServiceAddr is the host:port of service s of the stack (for benchmarks
-// that bypass the gateway to split a cost).
-func (st *Stack) ServiceAddr(s string) string { return st.addrs[s] }
-
 // benchBlock is 1 MiB of random bytes starting with a PDF header, so the
 // media service's sniffing sees an allowed, binary type.
 func benchBlock(tb testing.TB) []byte {
@@ -67,9 +63,9 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	return done, nil
 }
 
-// multipartUpload streams a benchFileSize file as the part "file" of a
-// multipart/form-data POST to url and returns the media id.
-func multipartUpload(ctx context.Context, client *http.Client, url string, blk []byte, auth bool) (string, error) {
+// multipartFile streams a benchFileSize file made of blk as the part
+// "file" of a multipart body, written by a goroutine as it is read.
+func multipartFile(blk []byte) (io.Reader, *multipart.Writer) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -82,7 +78,14 @@ func multipartUpload(ctx context.Context, client *http.Client, url string, blk [
 		}
 		pw.CloseWithError(err)
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, pr)
+	return pr, mw
+}
+
+// multipartUpload streams a benchFileSize file as the part "file" of a
+// multipart/form-data POST to url and returns the media id.
+func multipartUpload(ctx context.Context, client *http.Client, url string, blk []byte, auth bool) (string, error) {
+	body, mw := multipartFile(blk)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +184,7 @@ func BenchmarkMediaTransfer(b *testing.B) {
 	b.Cleanup(func() { _ = mc.RemoveBucket(context.Background(), bucket) })
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
 	blk := benchBlock(b)
-	gw, med := st.URL, "http://"+st.ServiceAddr("media")
+	gw, med := st.URL, st.ServiceURL("media")
 
 	type path struct{ name, label string }
 	paths := []path{
@@ -204,19 +207,8 @@ func BenchmarkMediaTransfer(b *testing.B) {
 			// The media service's CPU work without its HTTP hop and Mongo
 			// write: the file is parsed out of a multipart stream and hashed
 			// on its way to PutObject.
-			pr, pw := io.Pipe()
-			mw := multipart.NewWriter(pw)
-			go func() {
-				part, err := mw.CreateFormFile("file", "bench.pdf")
-				if err == nil {
-					_, err = io.Copy(part, &repeatReader{blk: blk, n: benchFileSize})
-				}
-				if err == nil {
-					err = mw.Close()
-				}
-				pw.CloseWithError(err)
-			}()
-			part, err := multipart.NewReader(pr, mw.Boundary()).NextPart()
+			body, mw := multipartFile(blk)
+			part, err := multipart.NewReader(body, mw.Boundary()).NextPart()
 			testkit.Must(b, err, "multipart part")
 			h := sha256.New()
 			key := "bench/" + testkit.UniqueName(b)

@@ -147,6 +147,10 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// ServiceURL is the base URL of service s of the stack, to reach it
+// without the gateway (benchmarks split the gateway's cost with it).
+func (st *Stack) ServiceURL(s string) string { return "http://" + st.addrs[s] }
+
 // Start starts (or restarts) service s and waits until it is ready.
 func (st *Stack) Start(s string) {
 	st.t.Helper()
