@@ -16,8 +16,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/telemetry"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -29,6 +32,12 @@ const RequestIDHeader = "X-Request-ID"
 // request id, panic recovery into a 500 problem, OpenTelemetry spans (health
 // routes left out), an access log, and problem answers for unknown routes
 // (404) and known routes with another method (405 with Allow).
+//
+// Spans are made only when telemetry exports them (telemetry.Enabled):
+// otherwise an inbound W3C trace context is only carried into the request's
+// context (for the logs and the calls this request makes). Building spans
+// and their attributes that nobody exports was, measured, most of the
+// garbage of a cached listing request.
 func NewEngine(service string, log *slog.Logger) *gin.Engine {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -39,13 +48,27 @@ func NewEngine(service string, log *slog.Logger) *gin.Engine {
 	// Gin believes every X-Forwarded-For by default; services that sit
 	// behind a known proxy (the gateway behind an ingress) set their own.
 	_ = e.SetTrustedProxies(nil)
-	e.Use(requestID(), recovery(log), otelgin.Middleware(service, otelgin.WithGinFilter(notProbe)), accessLog(log))
+	trace := carryTraceContext
+	if telemetry.Enabled() {
+		trace = otelgin.Middleware(service, otelgin.WithGinFilter(notProbe))
+	}
+	e.Use(requestID(), recovery(log), trace, accessLog(log))
 	e.NoRoute(func(c *gin.Context) { Fail(c, problem.NotFound("no route "+c.Request.URL.Path)) })
 	e.NoMethod(func(c *gin.Context) {
 		Fail(c, problem.New(http.StatusMethodNotAllowed, "method_not_allowed",
 			"method "+c.Request.Method+" is not allowed here; allowed: "+c.Writer.Header().Get("Allow")))
 	})
 	return e
+}
+
+// carryTraceContext puts an inbound W3C trace context into the request's
+// context without starting a span.
+func carryTraceContext(c *gin.Context) {
+	if c.Request.Header.Get("Traceparent") != "" {
+		ctx := otel.GetTextMapPropagator().Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+		c.Request = c.Request.WithContext(ctx)
+	}
+	c.Next()
 }
 
 func notProbe(c *gin.Context) bool {
@@ -117,6 +140,9 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError
+		}
+		if !log.Enabled(c, level) {
+			return
 		}
 		attrs := []any{
 			"method", c.Request.Method, "route", c.FullPath(), "path", c.Request.URL.Path,
