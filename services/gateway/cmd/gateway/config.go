@@ -25,6 +25,9 @@ type Config struct {
 
 	MaxUploadSize   int64
 	PublicRateLimit int64 // requests per second per client IP; 0 disables
+	// PublicCacheTTL is how long the gateway answers the public listing
+	// from memory before it revalidates with the catalog; 0 disables.
+	PublicCacheTTL  time.Duration
 	UpstreamTimeout time.Duration
 	TrustedProxies  []string
 }
@@ -51,8 +54,12 @@ func loadConfig(env *config.Env) Config {
 		OIDCAudience:    env.String("OIDC_AUDIENCE", ""),
 		MaxUploadSize:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
 		PublicRateLimit: env.Int("PUBLIC_RATE_LIMIT", 100, 0, 1_000_000),
+		PublicCacheTTL:  env.Duration("PUBLIC_CACHE_TTL", 100*time.Millisecond),
 		UpstreamTimeout: env.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
 		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
+	}
+	if c.PublicCacheTTL > 10*time.Second {
+		env.Check("PUBLIC_CACHE_TTL", errors.New("must be at most 10s: the public listing would lag writes made through other gateway replicas by that much"))
 	}
 	if c.UpstreamTimeout == 0 {
 		env.Check("UPSTREAM_TIMEOUT", errors.New("must be more than 0"))

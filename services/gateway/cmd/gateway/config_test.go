@@ -30,6 +30,9 @@ func TestLoadConfig(t *testing.T) {
 			if c.MaxUploadSize != 104857600 || c.PublicRateLimit != 100 || c.UpstreamTimeout != 30*time.Second {
 				t.Errorf("limits = %d, %d, %v; want 104857600, 100, 30s", c.MaxUploadSize, c.PublicRateLimit, c.UpstreamTimeout)
 			}
+			if c.PublicCacheTTL != 100*time.Millisecond {
+				t.Errorf("PublicCacheTTL = %v, want 100ms", c.PublicCacheTTL)
+			}
 			if len(c.BOTokens) != 2 || c.Upstreams[route.Media].Host != "media:8080" {
 				t.Errorf("tokens %d, media %v; want 2 tokens and media:8080", len(c.BOTokens), c.Upstreams[route.Media])
 			}
@@ -49,7 +52,8 @@ func TestLoadConfig(t *testing.T) {
 			m["PUBLIC_RATE_LIMIT"] = "-1"
 			m["UPSTREAM_TIMEOUT"] = "0s"
 			m["TRUSTED_PROXIES"] = "10.0.0.0/8,nope"
-		}, wantErr: []string{"CATALOG_URL", "MEDIA_URL", "PUBLIC_RATE_LIMIT", "UPSTREAM_TIMEOUT", "TRUSTED_PROXIES"}},
+			m["PUBLIC_CACHE_TTL"] = "1m"
+		}, wantErr: []string{"CATALOG_URL", "MEDIA_URL", "PUBLIC_RATE_LIMIT", "UPSTREAM_TIMEOUT", "TRUSTED_PROXIES", "PUBLIC_CACHE_TTL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
+	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/route"
@@ -33,6 +34,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// maxCachedBody is the largest answer the micro-cache keeps: a listing of
+// 10,000 documents is about 1.6 MiB.
+const maxCachedBody = 32 << 20
 
 func run(ctx context.Context) (err error) {
 	env := config.FromEnviron()
@@ -72,10 +77,16 @@ func run(ctx context.Context) (err error) {
 	transport := proxy.NewTransport(cfg.UpstreamTimeout)
 	checkClient := proxy.NewCheckClient()
 	upstreams := map[route.Upstream]http.Handler{}
+	origins := map[route.Upstream]microcache.Origin{}
 	checks := map[string]httpx.Check{}
 	for name, u := range cfg.Upstreams {
 		upstreams[name] = proxy.New(string(name), u, transport, log)
+		origins[name] = microcache.Origin{Target: u, Transport: transport, Fail: proxy.ErrorHandler(string(name), log)}
 		checks[string(name)] = proxy.ReadyCheck(checkClient, u)
+	}
+	var cache *microcache.Cache
+	if cfg.PublicCacheTTL > 0 {
+		cache = microcache.New(cfg.PublicCacheTTL, maxCachedBody)
 	}
 	health := httpx.NewHealth(checks)
 
@@ -86,7 +97,7 @@ func run(ctx context.Context) (err error) {
 	}
 
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: log, Upstreams: upstreams, Auth: authenticate, Limiter: limiter,
+		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins, Auth: authenticate, Limiter: limiter,
 		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {

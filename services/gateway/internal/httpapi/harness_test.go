@@ -18,6 +18,7 @@ import (
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
+	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/route"
@@ -35,6 +36,7 @@ type options struct {
 	limiter         *ratelimit.Limiter
 	maxUpload       int64
 	upstreamTimeout time.Duration
+	cacheTTL        time.Duration // > 0 turns the micro-cache on
 }
 
 type harness struct {
@@ -59,6 +61,7 @@ func start(t *testing.T, o options) *harness {
 	transport := proxy.NewTransport(o.upstreamTimeout)
 	checkClient := proxy.NewCheckClient()
 	upstreams := map[route.Upstream]http.Handler{}
+	origins := map[route.Upstream]microcache.Origin{}
 	checks := map[string]httpx.Check{}
 	for _, name := range route.Upstreams() {
 		handler := o.handlers[name]
@@ -83,14 +86,19 @@ func start(t *testing.T, o options) *harness {
 			t.Fatal(err)
 		}
 		upstreams[name] = proxy.New(string(name), u, transport, lg)
+		origins[name] = microcache.Origin{Target: u, Transport: transport, Fail: proxy.ErrorHandler(string(name), lg)}
 		checks[string(name)] = proxy.ReadyCheck(checkClient, u)
+	}
+	var cache *microcache.Cache
+	if o.cacheTTL > 0 {
+		cache = microcache.New(o.cacheTTL, 1<<20)
 	}
 	authenticate, err := auth.Middleware(auth.NewStatic([]string{token1, token2}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	engine, err := httpapi.New(httpapi.Deps{
-		Log: lg, Upstreams: upstreams, Auth: authenticate, Limiter: o.limiter,
+		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Auth: authenticate, Limiter: o.limiter,
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(checks),
 	})
 	if err != nil {

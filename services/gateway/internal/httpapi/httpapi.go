@@ -14,6 +14,7 @@ import (
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/route"
@@ -29,6 +30,11 @@ type Deps struct {
 	Log *slog.Logger
 	// Upstreams holds one handler (a reverse proxy) per service.
 	Upstreams map[route.Upstream]http.Handler
+	// Cache answers the micro-cached routes (route.MicroCached) from
+	// memory, filled from Origins; nil disables it. Every back-office
+	// request other than a read invalidates it.
+	Cache   *microcache.Cache
+	Origins map[route.Upstream]microcache.Origin
 	// Auth guards every /bo route.
 	Auth gin.HandlerFunc
 	// Limiter limits /public per client IP; nil disables it.
@@ -66,6 +72,16 @@ func New(d Deps) (*gin.Engine, error) {
 		}
 		if r.BackOffice() {
 			chain = append(chain, d.Auth)
+			if r.Method != http.MethodGet && d.Cache != nil {
+				chain = append(chain, invalidate(d.Cache))
+			}
+		}
+		if r.MicroCached() && d.Cache != nil {
+			o, ok := d.Origins[r.Upstream]
+			if !ok {
+				return nil, fmt.Errorf("httpapi: no origin %s for the cached route %s", r.Upstream, r.Path)
+			}
+			up = d.Cache.Route(o, up)
 		}
 		chain = append(chain, bodyRules(r.Kind, d.MaxUploadSize), forward(up))
 		e.Handle(r.Method, r.Path, chain...)
@@ -80,6 +96,15 @@ func securityHeaders(c *gin.Context) {
 
 func forward(h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}
+
+// invalidate makes the micro-cache revalidate after a back-office write,
+// whatever its answer (a timeout may still have written).
+func invalidate(cache *microcache.Cache) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer cache.Invalidate()
+		c.Next()
+	}
 }
 
 func rateLimit(l *ratelimit.Limiter) gin.HandlerFunc {

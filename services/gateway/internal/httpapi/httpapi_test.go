@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -621,5 +622,57 @@ func TestExpectContinueKeepsGatewayHeaders(t *testing.T) {
 	}
 	if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
 		t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
+	}
+}
+
+// TestMicroCache: the public listing is answered from memory, and a
+// back-office write through the gateway makes the next read ask the catalog
+// again, so its author sees it at once.
+func TestMicroCache(t *testing.T) {
+	t.Parallel()
+	var version atomic.Int64
+	catalog := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			version.Add(1) // a write
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		etag := fmt.Sprintf(`"v%d"`, version.Load())
+		w.Header().Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `[%d]`, version.Load())
+	})
+	h := start(t, options{cacheTTL: time.Hour, handlers: map[route.Upstream]http.Handler{route.Catalog: catalog}})
+	read := func() string {
+		t.Helper()
+		res := h.do(t, "GET", "/public/documents", "", "", nil)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("X-Request-ID") == "" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("listing: %d %v", res.StatusCode, res.Header)
+		}
+		return string(body)
+	}
+	if a, b := read(), read(); a != "[0]" || b != "[0]" || h.hits[route.Catalog].Load() != 1 {
+		t.Fatalf("two reads: %q %q, catalog asked %d times; want one ask", a, b, h.hits[route.Catalog].Load())
+	}
+	if res := h.do(t, "POST", "/bo/documents", "", "application/json", strings.NewReader(`{}`)); res.StatusCode != 401 {
+		t.Fatalf("unauthenticated write: %d", res.StatusCode)
+	}
+	if got := read(); got != "[0]" || h.hits[route.Catalog].Load() != 1 {
+		t.Errorf("a refused write invalidated the cache: %q, catalog asked %d times", got, h.hits[route.Catalog].Load())
+	}
+	if res := h.do(t, "POST", "/bo/documents", token1, "application/json", strings.NewReader(`{}`)); res.StatusCode != 201 {
+		t.Fatalf("write: %d", res.StatusCode)
+	}
+	if got := read(); got != "[1]" {
+		t.Errorf("read after a write through the gateway: %q, want [1]", got)
+	}
+	if res := h.do(t, "GET", "/public/documents?x=1", "", "", nil); res.StatusCode != 200 {
+		t.Errorf("with a query (proxied, not cached): %d", res.StatusCode)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/telemetry"
 )
 
 // StatusClientClosedRequest is logged when the client went away before the
@@ -33,8 +34,13 @@ const StatusClientClosedRequest = 499
 // headers once the request is sent (an upload's duration does not count),
 // no transparent compression (Range, ETag and Content-Length pass
 // untouched), and OpenTelemetry client spans with trace-context
-// propagation. Environment proxies are ignored: upstreams are internal.
+// propagation when telemetry exports them (otherwise an inbound traceparent
+// is forwarded as any other header). Environment proxies are ignored:
+// upstreams are internal.
 func NewTransport(headerTimeout time.Duration) http.RoundTripper {
+	if !telemetry.Enabled() {
+		return newBaseTransport(headerTimeout)
+	}
 	return otelhttp.NewTransport(newBaseTransport(headerTimeout))
 }
 
@@ -82,7 +88,7 @@ func New(name string, target *url.URL, transport http.RoundTripper, log *slog.Lo
 			res.Header.Del("X-Content-Type-Options")
 			return nil
 		},
-		ErrorHandler: errorHandler(name, log),
+		ErrorHandler: ErrorHandler(name, log),
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BufferPool:   copyBuffers,
 	}
@@ -98,7 +104,10 @@ type bufferPool struct{ pool sync.Pool }
 func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
-func errorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
+// ErrorHandler answers a request whose exchange with the service name
+// failed: 413 when its body went over the limit, nothing (499 in the log)
+// when the client went away, otherwise the problem Problem gives.
+func ErrorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if g, ok := r.Context().Value(guardKey{}).(*guard); ok && g.tripped.Load() {
 			problem.Write(w, problem.TooLarge(g.detail))

@@ -58,6 +58,12 @@ func (r Route) BackOffice() bool { return strings.HasPrefix(r.Path, "/bo/") }
 // Public reports whether the route is open to the public app.
 func (r Route) Public() bool { return strings.HasPrefix(r.Path, "/public/") }
 
+// MicroCached reports whether the gateway may answer the route from its
+// micro-cache: the public listing of documents, the same bytes for every
+// client, asked at every start of the app, and revalidated with the
+// catalog's ETag.
+func (r Route) MicroCached() bool { return r.Method == "GET" && r.Path == "/public/documents" }
+
 // Table returns every route of the contract (the base document plus
 // POST /bo/documents/:id/restore).
 func Table() []Route {

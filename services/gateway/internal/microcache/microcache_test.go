@@ -1,0 +1,273 @@
+package microcache
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// origin is a stand-in for the catalog's listing: its body and ETag can be
+// changed, it answers If-None-Match with 304, and it counts requests.
+type origin struct {
+	mu       sync.Mutex
+	body     string
+	etag     string
+	status   int           // when not 0, answered instead (a problem)
+	noETag   bool          // answer 200 without an ETag
+	delay    chan struct{} // when not nil, each request waits for a receive
+	requests atomic.Int64
+	lastINM  atomic.Value // the last If-None-Match received
+}
+
+func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.requests.Add(1)
+	o.lastINM.Store(r.Header.Get("If-None-Match"))
+	o.mu.Lock()
+	body, etag, status, noETag, delay := o.body, o.etag, o.status, o.noETag, o.delay
+	o.mu.Unlock()
+	if delay != nil {
+		<-delay
+	}
+	w.Header().Set("X-Request-ID", "from-the-origin")
+	if status != 0 {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"code":"unavailable"}`)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	if !noETag {
+		w.Header().Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = io.WriteString(w, body)
+}
+
+func (o *origin) set(f func(o *origin)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(o)
+}
+
+type fixture struct {
+	cache  *Cache
+	origin *origin
+	h      http.Handler
+	next   atomic.Int64 // requests that reached next
+	failed atomic.Int64
+}
+
+func newFixture(t *testing.T, ttl time.Duration) *fixture {
+	t.Helper()
+	f := &fixture{origin: &origin{body: `[{"id":"a"}]`, etag: `"v1"`}}
+	srv := httptest.NewServer(f.origin)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	f.cache = New(ttl, 1<<20)
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.next.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	})
+	f.h = f.cache.Route(Origin{Target: u, Transport: srv.Client().Transport, Fail: func(w http.ResponseWriter, r *http.Request, err error) {
+		f.failed.Add(1)
+		w.WriteHeader(http.StatusBadGateway)
+	}}, next)
+	return f
+}
+
+func (f *fixture) get(t *testing.T, method, target string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	f.h.ServeHTTP(w, r)
+	return w
+}
+
+func TestServesFromMemoryWithinTTL(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	for i := range 5 {
+		w := f.get(t, "GET", "/public/documents")
+		if w.Code != 200 || w.Body.String() != `[{"id":"a"}]` {
+			t.Fatalf("request %d: %d %q", i, w.Code, w.Body)
+		}
+		h := w.Header()
+		if h.Get("ETag") != `"v1"` || h.Get("Content-Type") != "application/json; charset=utf-8" ||
+			h.Get("Cache-Control") != "no-cache" || h.Get("Content-Length") != "12" {
+			t.Errorf("request %d: headers %v", i, h)
+		}
+		if h.Get("X-Request-ID") != "" {
+			t.Errorf("the origin's X-Request-ID was repeated: the gateway sets its own")
+		}
+	}
+	if n := f.origin.requests.Load(); n != 1 {
+		t.Errorf("origin asked %d times, want 1", n)
+	}
+}
+
+func TestRevalidatesWithTheETag(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Millisecond)
+	f.get(t, "GET", "/public/documents")
+	time.Sleep(5 * time.Millisecond)
+	w := f.get(t, "GET", "/public/documents")
+	if w.Code != 200 || w.Body.String() != `[{"id":"a"}]` {
+		t.Fatalf("after a 304: %d %q", w.Code, w.Body)
+	}
+	if n, inm := f.origin.requests.Load(), f.origin.lastINM.Load(); n != 2 || inm != `"v1"` {
+		t.Errorf("origin asked %d times, last If-None-Match %q; want 2 and the kept ETag", n, inm)
+	}
+
+	f.origin.set(func(o *origin) { o.body, o.etag = `[{"id":"b"}]`, `"v2"` })
+	time.Sleep(5 * time.Millisecond)
+	if w := f.get(t, "GET", "/public/documents"); w.Body.String() != `[{"id":"b"}]` || w.Header().Get("ETag") != `"v2"` {
+		t.Errorf("after a change: %q %q", w.Body, w.Header().Get("ETag"))
+	}
+}
+
+func TestInvalidateRevalidatesAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	f.get(t, "GET", "/public/documents")
+	f.origin.set(func(o *origin) { o.body, o.etag = `[]`, `"v2"` })
+	f.cache.Invalidate()
+	if w := f.get(t, "GET", "/public/documents"); w.Body.String() != `[]` {
+		t.Errorf("after Invalidate: %q, want the new body", w.Body)
+	}
+	if w := f.get(t, "GET", "/public/documents"); w.Body.String() != `[]` || f.origin.requests.Load() != 2 {
+		t.Errorf("then from memory again: %q, origin asked %d times", w.Body, f.origin.requests.Load())
+	}
+}
+
+func TestConditionalAndHeadRequests(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	w := f.get(t, "GET", "/public/documents", "If-None-Match", `"v0", "v1"`)
+	if w.Code != 304 || w.Body.Len() != 0 || w.Header().Get("ETag") != `"v1"` || w.Header().Get("Cache-Control") != "no-cache" {
+		t.Errorf("matching If-None-Match: %d %q %v", w.Code, w.Body, w.Header())
+	}
+	if w.Header().Get("Content-Type") != "" || w.Header().Get("Content-Length") != "" {
+		t.Errorf("a 304 must not describe a body: %v", w.Header())
+	}
+	if w := f.get(t, "GET", "/public/documents", "If-None-Match", `"other"`); w.Code != 200 {
+		t.Errorf("other If-None-Match: %d", w.Code)
+	}
+	w = f.get(t, "HEAD", "/public/documents")
+	if w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") != "12" {
+		t.Errorf("HEAD: %d %q %v", w.Code, w.Body, w.Header())
+	}
+}
+
+func TestAnswersNotKeptArePassedThrough(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	f.origin.set(func(o *origin) { o.status = http.StatusServiceUnavailable })
+	for range 2 {
+		w := f.get(t, "GET", "/public/documents")
+		if w.Code != 503 || w.Body.String() != `{"code":"unavailable"}` || w.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("upstream problem: %d %q %v", w.Code, w.Body, w.Header())
+		}
+	}
+	if n := f.origin.requests.Load(); n != 2 {
+		t.Errorf("a problem was kept: origin asked %d times, want 2", n)
+	}
+
+	f.origin.set(func(o *origin) { o.status, o.noETag = 0, true })
+	for range 2 {
+		if w := f.get(t, "GET", "/public/documents"); w.Code != 200 || w.Body.String() != `[{"id":"a"}]` {
+			t.Errorf("200 without ETag: %d %q", w.Code, w.Body)
+		}
+	}
+	if n := f.origin.requests.Load(); n != 4 {
+		t.Errorf("an answer without ETag was kept: origin asked %d times, want 4", n)
+	}
+}
+
+func TestOtherRequestsGoToNext(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	for _, tt := range []struct{ method, target string }{
+		{"GET", "/public/documents?x=1"},
+		{"POST", "/public/documents"},
+	} {
+		if w := f.get(t, tt.method, tt.target); w.Code != http.StatusTeapot {
+			t.Errorf("%s %s: %d, want it handed to next", tt.method, tt.target, w.Code)
+		}
+	}
+	if f.origin.requests.Load() != 0 {
+		t.Error("the cache asked the origin for a request it does not answer")
+	}
+}
+
+func TestTransportFailureIsAnsweredByFail(t *testing.T) {
+	t.Parallel()
+	u, _ := url.Parse("http://127.0.0.1:1")
+	var failed error
+	h := New(time.Hour, 1<<20).Route(Origin{Target: u, Transport: http.DefaultTransport,
+		Fail: func(w http.ResponseWriter, r *http.Request, err error) { failed = err; w.WriteHeader(502) }}, nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/public/documents", nil))
+	var opErr *net.OpError
+	if w.Code != 502 || failed == nil || !errors.As(failed, &opErr) {
+		t.Errorf("unreachable origin: %d, error %v", w.Code, failed)
+	}
+}
+
+func TestStaleWhileOneRevalidates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Millisecond)
+	f.get(t, "GET", "/public/documents")
+	release := make(chan struct{})
+	f.origin.set(func(o *origin) { o.delay = release })
+	time.Sleep(5 * time.Millisecond)
+
+	done := make(chan struct{})
+	go func() { // this one revalidates and waits for the origin
+		defer close(done)
+		f.get(t, "GET", "/public/documents")
+	}()
+	for f.origin.requests.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if w := f.get(t, "GET", "/public/documents"); w.Code != 200 || w.Body.String() != `[{"id":"a"}]` {
+		t.Errorf("while another request revalidates: %d %q, want the kept answer at once", w.Code, w.Body)
+	}
+	close(release)
+	<-done
+}
+
+func TestConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Millisecond)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			for j := range 50 {
+				if i == 0 && j%10 == 0 {
+					f.cache.Invalidate()
+				}
+				w := f.get(t, "GET", "/public/documents")
+				if w.Code != 200 || !strings.HasPrefix(w.Body.String(), `[{"id":"a"}]`) {
+					t.Errorf("%d %q", w.Code, w.Body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
