@@ -27,7 +27,7 @@ import (
 
 // StatusClientClosedRequest is logged when the client went away before the
 // upstream answered (nginx's convention); nobody receives it.
-const StatusClientClosedRequest = 499
+const StatusClientClosedRequest = httpx.StatusClientClosedRequest
 
 // NewTransport returns the transport shared by every proxy: short dial
 // timeout, at most headerTimeout to wait for an upstream's response
