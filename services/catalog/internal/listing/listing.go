@@ -40,9 +40,9 @@ type Cache struct {
 func (c *Cache) Invalidate() { c.invalid.Store(true) }
 
 // Get returns a fresh enough Entry. While one caller renews it, the others
-// are served the current entry without waiting (if it is younger than
-// MaxAge and not invalidated), so requests never queue behind the revision
-// lookup.
+// are served the current entry without waiting (unless a write through
+// this replica invalidated it), so requests never queue behind the revision
+// lookup or a re-read.
 func (c *Cache) Get(ctx context.Context) (*Entry, error) {
 	now := time.Now()
 	e := c.cur.Load()
@@ -50,8 +50,11 @@ func (c *Cache) Get(ctx context.Context) (*Entry, error) {
 		return e, nil
 	}
 	if !c.renew.TryLock() {
-		if e != nil && !c.invalid.Load() && now.Sub(e.made) < c.MaxAge {
-			return e, nil // someone is renewing it
+		if e != nil && !c.invalid.Load() {
+			// Someone is renewing it. Past MaxAge too: the re-read after
+			// MaxAge is a safety net, and at 10,000 documents it takes
+			// seconds, which every request would otherwise wait.
+			return e, nil
 		}
 		c.renew.Lock()
 	}

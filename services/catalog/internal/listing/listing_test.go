@@ -57,3 +57,41 @@ func TestCacheMaxAge(t *testing.T) {
 		t.Errorf("renders = %d, want 2 (entry older than MaxAge)", renders.Load())
 	}
 }
+
+// A re-read past MaxAge keeps serving the current entry to the others;
+// after a write through this replica (Invalidate) they wait instead.
+func TestCacheServesWhileOneRereads(t *testing.T) {
+	release := make(chan struct{})
+	var renders atomic.Int64
+	c := &Cache{
+		Render: func(context.Context) ([]byte, error) {
+			if renders.Add(1) > 1 {
+				<-release
+			}
+			return []byte("x"), nil
+		},
+		Revision: func(context.Context) (int64, error) { return 7, nil },
+		MaxAge:   time.Millisecond,
+	}
+	first, _ := c.Get(context.Background())
+	time.Sleep(2 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = c.Get(context.Background()) }() // re-reads, held
+	for renders.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if e, err := c.Get(context.Background()); err != nil || e != first {
+		t.Errorf("during a re-read past MaxAge: %v, %v; want the current entry at once", e, err)
+	}
+	c.Invalidate()
+	waited := make(chan struct{})
+	go func() { defer close(waited); _, _ = c.Get(context.Background()) }()
+	select {
+	case <-waited:
+		t.Error("after Invalidate a Get was answered while the re-read was still running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	<-done
+	<-waited
+}
