@@ -39,6 +39,10 @@ type RelayConfig struct {
 	// after each pass until it succeeds once): services pass the Sweep that
 	// hard-deletes tombstones whose outbox is empty.
 	AfterPublish func(ctx context.Context) error
+	// AfterEvery is the least time between two AfterPublish runs (default
+	// 1s): during a burst of deletions the sweep's reads and deletes would
+	// otherwise follow every pass and compete with the publishing.
+	AfterEvery time.Duration
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -56,6 +60,9 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 5 * time.Second
+	}
+	if c.AfterEvery <= 0 {
+		c.AfterEvery = time.Second
 	}
 	return c
 }
@@ -107,6 +114,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		// between a removal and its sweep.
 		afterPending = r.cfg.AfterPublish != nil
 		afterFailing bool
+		afterRan     time.Time
 	)
 	for {
 		removed, more, err := r.pass(ctx)
@@ -117,13 +125,18 @@ func (r *Relay) Run(ctx context.Context) error {
 		if removed > 0 && r.cfg.AfterPublish != nil {
 			afterPending = true
 		}
+		afterDue := time.Duration(0)
 		if afterPending {
+			afterDue = r.cfg.AfterEvery - time.Since(afterRan)
+		}
+		if afterPending && afterDue <= 0 {
 			// A failing hook does not slow publishing down: it is retried
-			// after every pass until it succeeds, and logged once.
+			// after the following passes until it succeeds, and logged once.
+			afterRan, afterDue = time.Now(), 0
 			switch aerr := r.cfg.AfterPublish(ctx); {
 			case aerr != nil && !afterFailing:
 				afterFailing = true
-				r.log.Warn("outbox after-publish hook failed; retried after each pass", "error", aerr)
+				r.log.Warn("outbox after-publish hook failed; retried after the next passes", "error", aerr, "every", r.cfg.AfterEvery)
 			case aerr == nil:
 				if afterFailing {
 					r.log.Info("outbox after-publish hook recovered")
@@ -133,6 +146,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 
 		wait := r.cfg.Interval
+		if afterPending && afterDue > 0 && afterDue < wait {
+			wait = afterDue // the hook is due before the next poll
+		}
 		switch {
 		case err != nil:
 			failures++
