@@ -3,7 +3,8 @@
 // ("micro-caching"). Within that time the gateway answers from memory,
 // without a hop to the service. After it, one request revalidates the answer
 // with the service through its ETag (If-None-Match: a 304 costs the service
-// one header check) while the others are still answered from memory.
+// one header check) while the others are still answered from memory
+// (stale-while-revalidate).
 //
 // Only complete 200 answers with an ETag and a known length are kept; any
 // other answer is passed through as it came and kept nowhere. A back-office
@@ -26,11 +27,6 @@ import (
 
 	"github.com/doclib/libs/httpx"
 )
-
-// StaleWhileRevalidate is how long past its TTL an entry is still served
-// while another request revalidates it. Past that, requests wait for the
-// revalidation, so a slow upstream never makes the answers much older.
-const StaleWhileRevalidate = time.Second
 
 // Cache holds the settings shared by every cached route and the generation
 // that Invalidate moves.
@@ -108,24 +104,28 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // be kept, or the transport error of the revalidation.
 func (rt *route) get(r *http.Request) (*entry, *http.Response, error) {
 	e := rt.cur.Load()
-	if rt.fresh(e, 0) {
+	if rt.fresh(e) {
 		return e, nil, nil
 	}
 	if !rt.renew.TryLock() {
-		if rt.fresh(e, StaleWhileRevalidate) {
-			return e, nil, nil // another request is revalidating it
+		if e != nil && e.gen == rt.cache.gen.Load() {
+			// Another request is revalidating it: whatever its age, this
+			// answer is as fresh as the service's answer to that request
+			// will be, give or take how long the service takes, which can
+			// be seconds when it re-reads a large listing.
+			return e, nil, nil
 		}
 		rt.renew.Lock()
 	}
 	defer rt.renew.Unlock()
-	if e = rt.cur.Load(); rt.fresh(e, 0) {
+	if e = rt.cur.Load(); rt.fresh(e) {
 		return e, nil, nil // revalidated while this one waited
 	}
 	return rt.revalidate(r, e)
 }
 
-func (rt *route) fresh(e *entry, grace time.Duration) bool {
-	return e != nil && e.gen == rt.cache.gen.Load() && time.Since(e.checked) < rt.cache.ttl+grace
+func (rt *route) fresh(e *entry) bool {
+	return e != nil && e.gen == rt.cache.gen.Load() && time.Since(e.checked) < rt.cache.ttl
 }
 
 // revalidate asks the upstream for the route's answer, conditionally when
