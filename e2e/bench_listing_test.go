@@ -43,6 +43,7 @@ type listingSettings struct {
 	rounds      int
 	seedWorkers int
 	out         string
+	cpus        benchCPUs
 }
 
 func loadListingSettings(b *testing.B) listingSettings {
@@ -79,6 +80,37 @@ func loadListingSettings(b *testing.B) listingSettings {
 		s.out = v
 	}
 	return s
+}
+
+// benchCPUs is how a load test splits the machine: wrk alone on the load
+// CPU, everything else (this process, the backing servers, the services,
+// nginx) on the server CPUs. Sharing every core, wrk's threads competed
+// with the servers and with the stack's background work (FerretDB, MinIO,
+// the relays), and the tails measured that competition more than the
+// server: nginx's own p99 moved between 4 and 50 ms from run to run.
+type benchCPUs struct {
+	pinned       bool
+	load, server string // taskset CPU lists
+	taskset      string
+}
+
+// splitCPUs pins this process, every thread of it, to all CPUs but the
+// first (children started later inherit it) and keeps the first for wrk.
+// BENCH_PIN=0, a single CPU or no taskset shares every CPU.
+func splitCPUs(b *testing.B) benchCPUs {
+	n := runtime.NumCPU()
+	taskset, err := exec.LookPath("taskset")
+	if os.Getenv("BENCH_PIN") == "0" || n < 2 || err != nil {
+		return benchCPUs{}
+	}
+	c := benchCPUs{pinned: true, load: "0", server: "1", taskset: taskset}
+	if n > 2 {
+		c.server = "1-" + strconv.Itoa(n-1)
+	}
+	if out, err := exec.Command(taskset, "-a", "-p", "-c", c.server, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		b.Fatalf("pin the benchmark to CPUs %s: %v\n%s", c.server, err, out)
+	}
+	return c
 }
 
 // listingTools finds nginx and wrk, or fails with how to install them.
@@ -122,6 +154,7 @@ func BenchmarkListingVsNginx(b *testing.B) {
 	// every request is a JSON line piped into this process, on the same two
 	// cores as the load.
 	quiet := "LOG_LEVEL=warn"
+	cfg.cpus = splitCPUs(b)
 	st := NewStack(b, map[string][]string{
 		"gateway": {"PUBLIC_RATE_LIMIT=0", quiet}, "catalog": {quiet}, "taxonomy": {quiet}, "media": {quiet},
 	})
@@ -514,8 +547,13 @@ func runListingWrk(b *testing.B, bin string, cfg listingSettings, d time.Duratio
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-t"+strconv.Itoa(cfg.threads), "-c"+strconv.Itoa(cfg.conns),
-		"-d"+strconv.Itoa(int(d.Seconds()))+"s", "--latency", url)
+	args := []string{"-t" + strconv.Itoa(cfg.threads), "-c" + strconv.Itoa(cfg.conns),
+		"-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency", url}
+	if cfg.cpus.pinned {
+		args = append([]string{"-c", cfg.cpus.load, bin}, args...)
+		bin = cfg.cpus.taskset
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("wrk %s: %v\n%s", url, err, out)
@@ -693,6 +731,11 @@ func (rep *listingReport) markdown() string {
 	fmt.Fprintf(&w, "- Load: `wrk -t%d -c%d -d%s --latency`, %d rounds per target after a 1 s warm-up each; the targets run one after the other, every other round in reverse order. Figures are the median of the rounds; ratios are the median of the same-round ratios.\n",
 		c.threads, c.conns, c.duration, c.rounds)
 	fmt.Fprintf(&w, "- Stack: the e2e stack (FerretDB on SQLite, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at warn level (no access log line per request, as nginx runs with `access_log off`). **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n")
+	if c := rep.cfg.cpus; c.pinned {
+		fmt.Fprintf(&w, "- CPUs: wrk alone on CPU %s; everything else (the stack, its backing servers, nginx, this benchmark) on CPU %s, so nginx and the gateway each have the same core(s), and the Go services size GOMAXPROCS to them (`taskset`; `BENCH_PIN=0` shares every CPU).\n", c.load, c.server)
+	} else {
+		fmt.Fprintf(&w, "- CPUs: shared by wrk and every server (not pinned).\n")
+	}
 	fmt.Fprintf(&w, "- nginx serves the very bytes the gateway answered (listing and one MARKDOWN document's detail) as static files; `catalog` is the catalog service hit directly on its own port, without the gateway.\n\n")
 
 	fmt.Fprintf(&w, "## Figures\n\n")
