@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,7 +223,10 @@ func passThrough(w http.ResponseWriter, r *http.Request, res *http.Response) {
 func kept(h http.Header) http.Header {
 	out := make(http.Header, len(h))
 	for k, v := range h {
-		out[k] = v
+		// Entries share these slices with every response that repeats
+		// them: clipped, an Add to a response's header reallocates
+		// instead of writing into the shared array.
+		out[k] = slices.Clip(v)
 	}
 	for _, f := range h.Values("Connection") {
 		for _, name := range strings.Split(f, ",") {
