@@ -418,3 +418,45 @@ func TestRelayLogsAnOutageOnceAndStopsWhileFailing(t *testing.T) {
 	}
 	stop()
 }
+
+// During a burst of nudged passes the hook runs at most once per
+// AfterEvery, and still once after the last removal without a nudge.
+func TestRelayRunsAfterPublishAtMostOncePerAfterEvery(t *testing.T) {
+	t.Parallel()
+	coll := collection(t)
+	js := connect(t, testkit.NATS(t).ClientURL())
+	var mu sync.Mutex
+	var calls []time.Time
+	const every = 300 * time.Millisecond
+	relay := outbox.NewRelay(events.NewPublisher(js, testLogger(t)), testLogger(t), outbox.RelayConfig{
+		Interval:   time.Hour,
+		AfterEvery: every,
+		AfterPublish: func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, time.Now())
+			return nil
+		},
+	}, coll)
+	stop := run(t, relay)
+	defer stop()
+	for i := range 8 {
+		addEvents(t, context.Background(), coll, fmt.Sprintf("d%d", i), 1)
+		relay.Nudge()
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFor(t, 10*time.Second, "every entry published", func() bool { return len(streamMsgIDs(t, js)) == 8 && allPublished(t, coll) })
+	last := time.Now()
+	waitFor(t, 3*time.Second, "the hook after the last removal", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) > 0 && !calls[len(calls)-1].Before(last.Add(-every))
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(calls); i++ {
+		if gap := calls[i].Sub(calls[i-1]); gap < every-10*time.Millisecond {
+			t.Errorf("hook runs %d and %d are %v apart, want at least %v", i, i+1, gap, every)
+		}
+	}
+}
