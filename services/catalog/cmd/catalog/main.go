@@ -15,11 +15,9 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
-	"github.com/doclib/libs/logging"
-	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/process"
 	"github.com/doclib/libs/shutdown"
-	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/catalog/internal/consumers"
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
@@ -70,38 +68,28 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := logging.New(os.Stderr, service, cfg.logLevel)
-	log.Info("starting", env.Attrs()...)
-
-	shutdownTelemetry, err := telemetry.Setup(ctx, service)
-	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	defer shutdown.Do(log, "telemetry", shutdownTelemetry)
-
-	client, err := mongox.Connect(cfg.mongoURI)
+	p, err := process.Start(ctx, service, env, cfg.logLevel, cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer shutdown.Do(log, "mongodb", client.Disconnect)
-	store := mongostore.New(client.Database(cfg.database), log)
+	defer p.Close()
+	log := p.Log
+	store := mongostore.New(p.Mongo.Database(cfg.database), log)
 	if err := store.EnsureIndexes(ctx); err != nil {
-		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
+		return process.IndexError(err)
 	}
 
-	nc, js, err := events.Open(ctx, cfg.natsURL, service, log)
-	if err != nil {
+	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
 		return err
 	}
-	defer func() { _ = nc.Drain() }()
-	relay := outbox.NewRelay(events.NewPublisher(js, log), log, outbox.RelayConfig{}, store.Documents())
+	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log, outbox.RelayConfig{}, store.Documents())
 	waitRelay := relay.Start(ctx)
-	stopConsumers, err := consumers.Start(ctx, js, store, log)
+	stopConsumers, err := consumers.Start(ctx, p.JS, store, log)
 	if err != nil {
 		return err
 	}
 
-	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "nats": events.Ready(nc)})
+	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
 	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL))

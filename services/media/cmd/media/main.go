@@ -19,11 +19,8 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
-	"github.com/doclib/libs/logging"
-	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
-	"github.com/doclib/libs/shutdown"
-	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/libs/process"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/miniostore"
@@ -98,23 +95,15 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := logging.New(os.Stderr, service, cfg.logLevel)
-	log.Info("starting", env.Attrs()...)
-
-	shutdownTelemetry, err := telemetry.Setup(ctx, service)
-	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	defer shutdown.Do(log, "telemetry", shutdownTelemetry)
-
-	client, err := mongox.Connect(cfg.mongoURI)
+	p, err := process.Start(ctx, service, env, cfg.logLevel, cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer shutdown.Do(log, "mongodb", client.Disconnect)
-	store := mongostore.New(client.Database(cfg.database))
+	defer p.Close()
+	log := p.Log
+	store := mongostore.New(p.Mongo.Database(cfg.database))
 	if err := store.EnsureIndexes(ctx); err != nil {
-		return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
+		return process.IndexError(err)
 	}
 
 	blobs, err := miniostore.New(cfg.s3)
@@ -128,18 +117,16 @@ func run(ctx context.Context) error {
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
 	go sweep(ctx, log, svc)
 
-	nc, js, err := events.Open(ctx, cfg.natsURL, service, log)
-	if err != nil {
+	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
 		return err
 	}
-	defer func() { _ = nc.Drain() }()
 	// A deletion stores its event in the tombstone; the relay publishes it,
 	// then Sweep removes the object and the record.
-	relay := outbox.NewRelay(events.NewPublisher(js, log), log,
+	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log,
 		outbox.RelayConfig{AfterPublish: svc.Sweep}, store.Collection())
 	waitRelay := relay.Start(ctx)
 
-	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(client), "s3": blobs.Ready, "nats": events.Ready(nc)})
+	health := p.Health(map[string]httpx.Check{"s3": blobs.Ready})
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
 	httpapi.New(svc, log, relay.Nudge).Register(engine)
