@@ -25,10 +25,6 @@ import (
 	"github.com/doclib/libs/telemetry"
 )
 
-// StatusClientClosedRequest is logged when the client went away before the
-// upstream answered (nginx's convention); nobody receives it.
-const StatusClientClosedRequest = httpx.StatusClientClosedRequest
-
 // NewTransport returns the transport shared by every proxy: short dial
 // timeout, at most headerTimeout to wait for an upstream's response
 // headers once the request is sent (an upload's duration does not count),
@@ -115,7 +111,7 @@ func ErrorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http
 		}
 		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 			log.DebugContext(r.Context(), "client went away before the upstream answered", "path", r.URL.Path)
-			w.WriteHeader(StatusClientClosedRequest)
+			w.WriteHeader(httpx.StatusClientClosedRequest)
 			return
 		}
 		p := Problem(name, err)
