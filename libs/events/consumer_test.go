@@ -97,7 +97,7 @@ func start(t *testing.T, js jetstream.JetStream, cfg events.ConsumerConfig, h ev
 	if cfg.Subjects == nil {
 		cfg.Subjects = []string{events.DocumentDeleted}
 	}
-	c, err := events.StartConsumer(context.Background(), js, cfg, h, testLogger(t))
+	c, err := events.StartConsumer(context.Background(), js, cfg, h, testkit.Logger(t))
 	testkit.Must(t, err, "start consumer")
 	t.Cleanup(func() { stop(t, c) })
 	return c
@@ -106,7 +106,7 @@ func start(t *testing.T, js jetstream.JetStream, cfg events.ConsumerConfig, h ev
 func TestConsumerAcksOnSuccess(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	rec := &recorder{}
 	cfg := events.ConsumerConfig{Name: "test-success"}
 	c := start(t, js, cfg, rec.handle)
@@ -135,7 +135,7 @@ func TestConsumerAcksOnSuccess(t *testing.T) {
 func TestConsumerRetriesTransientErrorWithBackoff(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	const delay = 300 * time.Millisecond
 	rec := &recorder{fail: func(n int, _ events.Envelope) error {
 		if n == 1 {
@@ -163,7 +163,7 @@ func TestConsumerRetriesTransientErrorWithBackoff(t *testing.T) {
 func TestConsumerDuplicateEvents(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	rec := &recorder{}
 	cfg := events.ConsumerConfig{Name: "test-duplicate"}
 	start(t, js, cfg, rec.handle)
@@ -200,7 +200,7 @@ func TestConsumerDuplicateEvents(t *testing.T) {
 func TestConsumerDeadLettersPoisonAndKeepsFlowing(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	rejected := newEvent(t, "rejected")
 	rec := &recorder{fail: func(_ int, e events.Envelope) error {
 		if e.ID == rejected.ID {
@@ -263,7 +263,7 @@ func TestConsumerDeadLettersPoisonAndKeepsFlowing(t *testing.T) {
 func TestConsumerDeadLettersAfterMaxDeliver(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	rec := &recorder{fail: func(int, events.Envelope) error { return errors.New("search index down") }}
 	cfg := events.ConsumerConfig{Name: "test-maxdeliver", MaxDeliver: 3, Backoff: []time.Duration{50 * time.Millisecond}}
 	start(t, js, cfg, rec.handle)
@@ -298,7 +298,7 @@ func TestConsumerConfigValidation(t *testing.T) {
 		{Name: "catalog.tag", Subjects: []string{events.TagDeleted}},
 		{Name: "catalog-tag-deleted"},
 	} {
-		if _, err := events.StartConsumer(context.Background(), nil, cfg, nil, testLogger(t)); err == nil {
+		if _, err := events.StartConsumer(context.Background(), nil, cfg, nil, testkit.Logger(t)); err == nil {
 			t.Errorf("StartConsumer(%+v) succeeded, want an error", cfg)
 		}
 	}
@@ -329,7 +329,7 @@ func TestConsumerRetriesAFailedDeadLetterMove(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
 	ctx := context.Background()
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	// Dead-letter is unavailable for now.
 	testkit.Must(t, js.DeleteStream(ctx, events.DLQStream), "delete the dead-letter stream")
 
@@ -367,7 +367,7 @@ func TestConsumerRetriesAFailedDeadLetterMove(t *testing.T) {
 func TestConsumerBatches(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	ctx := context.Background()
 	var evs []events.Event
 	for i := range 40 {

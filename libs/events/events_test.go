@@ -3,8 +3,6 @@ package events_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -27,13 +25,6 @@ func TestMain(m *testing.M) {
 	testkit.Main(m)
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() || os.Getenv("EVENTS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 // startJetStream starts a fresh NATS server, connects to it and creates the
 // streams.
 func startJetStream(t *testing.T) (*nats.Conn, jetstream.JetStream) {
@@ -41,7 +32,7 @@ func startJetStream(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	s := testkit.NATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, js, err := events.Connect(ctx, s.ClientURL(), "events-test", testLogger(t))
+	nc, js, err := events.Connect(ctx, s.ClientURL(), "events-test", testkit.Logger(t))
 	testkit.Must(t, err, "connect")
 	t.Cleanup(nc.Close)
 	testkit.Must(t, events.EnsureStream(ctx, js), "ensure stream")
@@ -166,7 +157,7 @@ func TestPublishSetsHeadersAndDeduplicates(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
 	ctx := context.Background()
-	pub := events.NewPublisher(js, testLogger(t))
+	pub := events.NewPublisher(js, testkit.Logger(t))
 	ev, err := events.New(ctx, "/media", events.MediaDeleted, events.MediaDeletedData{MediaID: "m1"}, time.Now())
 	testkit.Must(t, err, "new")
 	testkit.Must(t, pub.PublishEvent(ctx, ev), "publish")
@@ -191,7 +182,7 @@ func TestTraceContextSurvivesPublishAndConsume(t *testing.T) {
 	_, js := startJetStream(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	log := testLogger(t)
+	log := testkit.Logger(t)
 
 	reqCtx, reqSpan := tp.Tracer("test").Start(context.Background(), "DELETE /tags/{id}")
 	ev, err := events.New(reqCtx, "/taxonomy", events.TagDeleted, events.TagDeletedData{TagID: "t1", CategoryID: "c1"}, time.Now())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,13 +28,6 @@ import (
 func TestMain(m *testing.M) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	testkit.Main(m)
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() || os.Getenv("EVENTS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
@@ -62,7 +54,7 @@ func connect(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, js, err := events.Connect(ctx, url, "relay-test", testLogger(t))
+	nc, js, err := events.Connect(ctx, url, "relay-test", testkit.Logger(t))
 	testkit.Must(t, err, "connect")
 	t.Cleanup(nc.Close)
 	testkit.Must(t, events.EnsureStream(ctx, js), "ensure stream")
@@ -193,7 +185,7 @@ func TestRelayPublishesOnceRemovesAndSweeps(t *testing.T) {
 
 	var afterCalls atomic.Int64
 	var sweptWhileEntriesLeft atomic.Bool
-	relay := outbox.NewRelay(events.NewPublisher(js, testLogger(t)), testLogger(t), outbox.RelayConfig{
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t), outbox.RelayConfig{
 		Interval: time.Hour, // only the first pass and nudges publish in this test
 		AfterPublish: func(context.Context) error {
 			afterCalls.Add(1)
@@ -250,8 +242,8 @@ func TestRelayKeepsEntriesDuringNATSOutage(t *testing.T) {
 	srv := testkit.NATSAt(t, addr, dir)
 	js := connect(t, srv.ClientURL())
 
-	pub := &countingPublisher{Publisher: events.NewPublisher(js, testLogger(t))}
-	relay := outbox.NewRelay(pub, testLogger(t), outbox.RelayConfig{
+	pub := &countingPublisher{Publisher: events.NewPublisher(js, testkit.Logger(t))}
+	relay := outbox.NewRelay(pub, testkit.Logger(t), outbox.RelayConfig{
 		Interval: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, PublishTimeout: 300 * time.Millisecond,
 	}, coll)
 	run(t, relay)
@@ -318,9 +310,9 @@ func TestTwoRelaysPublishEachEventOnce(t *testing.T) {
 	var pubs []*countingPublisher
 	for range 2 {
 		js := connect(t, url)
-		pub := &countingPublisher{Publisher: events.NewPublisher(js, testLogger(t))}
+		pub := &countingPublisher{Publisher: events.NewPublisher(js, testkit.Logger(t))}
 		pubs = append(pubs, pub)
-		run(t, outbox.NewRelay(pub, testLogger(t), outbox.RelayConfig{Interval: 20 * time.Millisecond}, coll))
+		run(t, outbox.NewRelay(pub, testkit.Logger(t), outbox.RelayConfig{Interval: 20 * time.Millisecond}, coll))
 	}
 	js := connect(t, url)
 	waitFor(t, 30*time.Second, "all outboxes emptied", func() bool { return allPublished(t, coll) })
@@ -352,7 +344,7 @@ func TestRelayRetriesAfterPublishUntilItSucceeds(t *testing.T) {
 	coll := collection(t)
 	js := connect(t, testkit.NATS(t).ClientURL())
 	var calls atomic.Int64
-	relay := outbox.NewRelay(events.NewPublisher(js, testLogger(t)), testLogger(t), outbox.RelayConfig{
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t), outbox.RelayConfig{
 		Interval: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 		AfterPublish: func(context.Context) error {
 			if calls.Add(1) <= 2 {
@@ -372,7 +364,7 @@ func TestRelayRepairsCountWithoutEntries(t *testing.T) {
 	js := connect(t, testkit.NATS(t).ClientURL())
 	_, err := coll.InsertOne(context.Background(), bson.M{"_id": "stale", outbox.CountField: 2})
 	testkit.Must(t, err, "insert")
-	run(t, outbox.NewRelay(events.NewPublisher(js, testLogger(t)), testLogger(t),
+	run(t, outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t),
 		outbox.RelayConfig{Interval: 20 * time.Millisecond}, coll))
 	waitFor(t, 10*time.Second, "outboxCount reset", func() bool { return pendingOf(t, coll)["stale"].count == 0 })
 }
@@ -408,7 +400,7 @@ func TestRelayLogsAnOutageOnceAndStopsWhileFailing(t *testing.T) {
 	js := connect(t, testkit.NATS(t).ClientURL())
 
 	logs := &logCounter{counts: map[slog.Level]int{}}
-	relay := outbox.NewRelay(events.NewPublisher(js, testLogger(t)), slog.New(logs),
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), slog.New(logs),
 		outbox.RelayConfig{Interval: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
 		client.Database("nowhere").Collection("things"))
 	stop := run(t, relay)
@@ -428,7 +420,7 @@ func TestRelayRunsAfterPublishAtMostOncePerAfterEvery(t *testing.T) {
 	var mu sync.Mutex
 	var calls []time.Time
 	const every = 300 * time.Millisecond
-	relay := outbox.NewRelay(events.NewPublisher(js, testLogger(t)), testLogger(t), outbox.RelayConfig{
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t), outbox.RelayConfig{
 		Interval:   time.Hour,
 		AfterEvery: every,
 		AfterPublish: func(context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -186,6 +187,15 @@ func serverOutput() io.Writer {
 		return os.Stderr
 	}
 	return nil
+}
+
+// Logger is a logger for the code under test: debug lines into the test's
+// output with -v or EVENTS_TEST_LOG set, discarded otherwise.
+func Logger(t testing.TB) *slog.Logger {
+	if testing.Verbose() || os.Getenv("EVENTS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // Must fails t on err; for set-up steps.
