@@ -7,8 +7,9 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"runtime"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -366,7 +367,23 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(
 //
 // The gateway's /public rate limit is off (PUBLIC_RATE_LIMIT=0): the
 // pollers would otherwise be throttled.
+// padSeeds reads BENCH_DELETION_PADDING: how many more seeds (a category,
+// delTags tags, delTags documents each) to create and leave alone, to see
+// how the latencies grow with the size of the collections.
+func padSeeds(tb testing.TB) int {
+	v := os.Getenv("BENCH_DELETION_PADDING")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		tb.Fatalf("BENCH_DELETION_PADDING=%q: want a number of seeds, 0 or more", v)
+	}
+	return n
+}
+
 func BenchmarkTagDeletionLatency(b *testing.B) {
+	pad := padSeeds(b)
 	st := NewStack(b, map[string][]string{"gateway": {"PUBLIC_RATE_LIMIT=0"}})
 	var seq, burst []*delSample
 	var released time.Time
@@ -379,6 +396,9 @@ func BenchmarkTagDeletionLatency(b *testing.B) {
 		// Warm-up: one deletion through the whole path (connections, the
 		// consumer's first fetch) that is not counted.
 		w := seedDeletion(st, fmt.Sprintf("w%d", iter))
+		for k := range pad {
+			seedDeletion(st, fmt.Sprintf("p%d-%d", iter, k))
+		}
 		sequentialDeletions(b, st, w[:5])
 		time.Sleep(500 * time.Millisecond)
 		b.StartTimer()
@@ -409,38 +429,38 @@ func BenchmarkTagDeletionLatency(b *testing.B) {
 		}
 		return "**fail**"
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "# Tag deletion: DELETE answered → tag gone from the public detail\n\n")
-	fmt.Fprintf(&sb, "`BenchmarkTagDeletionLatency` (e2e/bench_events_test.go), written by the benchmark itself.\n\n")
-	fmt.Fprintf(&sb, "| | |\n|---|---|\n")
-	fmt.Fprintf(&sb, "| date | %s |\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&sb, "| nproc | %d |\n", runtime.NumCPU())
-	fmt.Fprintf(&sb, "| go | %s %s/%s |\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(&sb, "| load average (1/5/15 min) at the end | %s |\n", loadAvg())
-	fmt.Fprintf(&sb, "| seed per phase | 1 category, %d tags, %d LINK documents; document i carries tags i, i+1, i+7 (each tag on %d documents) |\n", delTags, delTags, delPerDocTags)
-	fmt.Fprintf(&sb, "| sequential | %d deletions one after the other: DELETE, then GET /public/documents/:id/detail every ~%s until the tag is gone |\n", len(seq), delPollSleep)
-	fmt.Fprintf(&sb, "| burst | %d DELETEs released at once (one goroutine each); %d pollers round robin over the documents whose DELETE answered |\n", len(burst), delPollers)
-	fmt.Fprintf(&sb, "| latency | from the DELETE's answer (client side) to the first detail answer without the tag (an upper bound: it includes the poll interval) |\n")
-	fmt.Fprintf(&sb, "| stack | all services, FerretDB, MinIO and NATS (in the test process) on this machine; `PUBLIC_RATE_LIMIT=0` on the gateway |\n\n")
-	fmt.Fprintf(&sb, "| phase | n | p50 ms | p95 ms | p99 ms | max ms | target p99 | result |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+	sb := resultHeader("Tag deletion: DELETE answered → tag gone from the public detail", "BenchmarkTagDeletionLatency", "bench_events_test.go")
+	fmt.Fprintf(sb, "| load average (1/5/15 min) at the end | %s |\n", loadAvg())
+	fmt.Fprintf(sb, "| seed per phase | 1 category, %d tags, %d LINK documents; document i carries tags i, i+1, i+7 (each tag on %d documents) |\n", delTags, delTags, delPerDocTags)
+	padNote := ""
+	if pad > 0 {
+		padNote = fmt.Sprintf(", and %d more left alone (BENCH_DELETION_PADDING=%d)", pad, pad)
+	}
+	fmt.Fprintf(sb, "| collection sizes | %d tags and %d documents exist when the sequential phase starts: the seeds of the warm-up, of the sequential and of the burst phase%s |\n",
+		(3+pad)*delTags, (3+pad)*delTags, padNote)
+	fmt.Fprintf(sb, "| sequential | %d deletions one after the other: DELETE, then GET /public/documents/:id/detail every ~%s until the tag is gone |\n", len(seq), delPollSleep)
+	fmt.Fprintf(sb, "| burst | %d DELETEs released at once (one goroutine each); %d pollers round robin over the documents whose DELETE answered |\n", len(burst), delPollers)
+	fmt.Fprintf(sb, "| latency | from the DELETE's answer (client side) to the first detail answer without the tag (an upper bound: it includes the poll interval) |\n")
+	fmt.Fprintf(sb, "| stack | all services, FerretDB, MinIO and NATS (in the test process) on this machine; `PUBLIC_RATE_LIMIT=0` on the gateway |\n\n")
+	fmt.Fprintf(sb, "| phase | n | p50 ms | p95 ms | p99 ms | max ms | target p99 | result |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, x := range []delStats{ss, bs} {
-		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %s | %s | < %s | %s |\n", x.name, len(x.latency), ms(pct(x.latency, 50)), ms(pct(x.latency, 95)),
+		fmt.Fprintf(sb, "| %s | %d | %s | %s | %s | %s | < %s | %s |\n", x.name, len(x.latency), ms(pct(x.latency, 50)), ms(pct(x.latency, 95)),
 			ms(pct(x.latency, 99)), ms(pct(x.latency, 100)), delTarget, verdict(pct(x.latency, 99)))
 	}
-	fmt.Fprintf(&sb, "\nWhere the time goes (from the services' log timestamps, same clock; p50 / p99 ms):\n\n")
-	fmt.Fprintf(&sb, "| phase | DELETE answered → event published (taxonomy relay) | published → seen gone by a poll (consumer + $pullAll + poll) | published → catalog handler returned ($pullAll UpdateMany + listing version bump) | interval between two polls of a document | polls |\n|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(sb, "\nWhere the time goes (from the services' log timestamps, same clock; p50 / p99 ms):\n\n")
+	fmt.Fprintf(sb, "| phase | DELETE answered → event published (taxonomy relay) | published → seen gone by a poll (consumer + $pullAll + poll) | published → catalog handler returned ($pullAll UpdateMany + listing version bump) | interval between two polls of a document | polls |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, x := range []delStats{ss, bs} {
-		fmt.Fprintf(&sb, "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %d |\n", x.name,
+		fmt.Fprintf(sb, "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %d |\n", x.name,
 			ms(pct(x.relay, 50)), ms(pct(x.relay, 99)), ms(pct(x.visible, 50)), ms(pct(x.visible, 99)),
 			ms(pct(x.consume, 50)), ms(pct(x.consume, 99)), ms(pct(x.gaps, 50)), ms(pct(x.gaps, 99)), x.polls)
 	}
-	fmt.Fprintf(&sb, "\nBurst throughput: the %d DELETEs answered between %s and %s ms after their release; "+
+	fmt.Fprintf(sb, "\nBurst throughput: the %d DELETEs answered between %s and %s ms after their release; "+
 		"the taxonomy relay published one event every %s ms (median spacing, p90 %s ms), "+
 		"the catalog consumer applied one every %s ms (median spacing, p90 %s ms); "+
 		"first publication to last application %s ms.\n",
 		len(burst), ms(bs.firstDel), ms(bs.lastDel), ms(pct(bs.pubGap, 50)), ms(pct(bs.pubGap, 90)),
 		ms(pct(bs.applyGap, 50)), ms(pct(bs.applyGap, 90)), ms(span(burst)))
-	fmt.Fprintf(&sb, "\n(%d of %d sequential and %d of %d burst deletions matched in the logs.)\n", len(ss.relay), len(seq), len(bs.relay), len(burst))
+	fmt.Fprintf(sb, "\n(%d of %d sequential and %d of %d burst deletions matched in the logs.)\n", len(ss.relay), len(seq), len(bs.relay), len(burst))
 	writeResult(b, "events.md", sb.String())
 	b.Logf("\n%s", sb.String())
 }

@@ -330,41 +330,35 @@ func BenchmarkMediaTransfer(b *testing.B) {
 	}
 	// ms per 64 MiB from a MiB/s median.
 	ms := func(rate float64) float64 { return float64(benchFileSize) / (1 << 20) / rate * 1000 }
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "# Media transfer: gateway vs direct MinIO\n\n")
-	fmt.Fprintf(&sb, "`BenchmarkMediaTransfer` (e2e/bench_media_test.go), written by the benchmark itself.\n\n")
-	fmt.Fprintf(&sb, "| | |\n|---|---|\n")
-	fmt.Fprintf(&sb, "| date | %s |\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&sb, "| nproc | %d |\n", runtime.NumCPU())
-	fmt.Fprintf(&sb, "| go | %s %s/%s |\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(&sb, "| load average (1/5/15 min) before / after | %s / %s |\n", loadBefore, loadAfter)
-	fmt.Fprintf(&sb, "| file | %d MiB, a 1 MiB crypto/rand block (PDF header) repeated, streamed from a generator |\n", benchFileSize>>20)
-	fmt.Fprintf(&sb, "| rounds | %d, interleaved direct, direct + CPU work, media port, gateway; median of each |\n", rounds)
-	fmt.Fprintf(&sb, "| direct upload | minio-go v7.4.1 `PutObject`, size -1, `PartSize` 16 MiB (as the media service) |\n")
-	fmt.Fprintf(&sb, "| gateway upload | multipart POST /bo/medias (io.Pipe + multipart.Writer, chunked) |\n")
-	fmt.Fprintf(&sb, "| downloads | `GetObject` / GET /public/medias/:id/download, body to io.Discard |\n")
-	fmt.Fprintf(&sb, "| stack | `PUBLIC_RATE_LIMIT=0` on the gateway; everything on this machine |\n\n")
-	fmt.Fprintf(&sb, "| path | upload MiB/s | ms per 64 MiB | download MiB/s | ms per 64 MiB |\n|---|---:|---:|---:|---:|\n")
+	sb := resultHeader("Media transfer: gateway vs direct MinIO", "BenchmarkMediaTransfer", "bench_media_test.go")
+	fmt.Fprintf(sb, "| load average (1/5/15 min) before / after | %s / %s |\n", loadBefore, loadAfter)
+	fmt.Fprintf(sb, "| file | %d MiB, a 1 MiB crypto/rand block (PDF header) repeated, streamed from a generator |\n", benchFileSize>>20)
+	fmt.Fprintf(sb, "| rounds | %d, interleaved direct, direct + CPU work, media port, gateway; median of each |\n", rounds)
+	fmt.Fprintf(sb, "| direct upload | minio-go v7.4.1 `PutObject`, size -1, `PartSize` 16 MiB (as the media service) |\n")
+	fmt.Fprintf(sb, "| gateway upload | multipart POST /bo/medias (io.Pipe + multipart.Writer, chunked) |\n")
+	fmt.Fprintf(sb, "| downloads | `GetObject` / GET /public/medias/:id/download, body to io.Discard |\n")
+	fmt.Fprintf(sb, "| stack | `PUBLIC_RATE_LIMIT=0` on the gateway; everything on this machine |\n\n")
+	fmt.Fprintf(sb, "| path | upload MiB/s | ms per 64 MiB | download MiB/s | ms per 64 MiB |\n|---|---:|---:|---:|---:|\n")
 	for _, p := range paths {
 		if p.name == "work" {
-			fmt.Fprintf(&sb, "| %s | %.0f | %.0f | — | — |\n", p.label, mu[p.name], ms(mu[p.name]))
+			fmt.Fprintf(sb, "| %s | %.0f | %.0f | — | — |\n", p.label, mu[p.name], ms(mu[p.name]))
 			continue
 		}
-		fmt.Fprintf(&sb, "| %s | %.0f | %.0f | %.0f | %.0f |\n", p.label, mu[p.name], ms(mu[p.name]), md[p.name], ms(md[p.name]))
+		fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.0f | %.0f |\n", p.label, mu[p.name], ms(mu[p.name]), md[p.name], ms(md[p.name]))
 	}
-	fmt.Fprintf(&sb, "\n| ratio gateway / direct | value | target | result |\n|---|---:|---:|---|\n")
-	fmt.Fprintf(&sb, "| upload | %.2f | ≥ %.2f | %s |\n", upRatio, benchTarget, verdict(upRatio))
-	fmt.Fprintf(&sb, "| download | %.2f | ≥ %.2f | %s |\n\n", downRatio, benchTarget, verdict(downRatio))
-	fmt.Fprintf(&sb, "Upload time split (medians, ms per 64 MiB): direct %.0f; multipart parsing + SHA-256 in line %+.0f; "+
+	fmt.Fprintf(sb, "\n| ratio gateway / direct | value | target | result |\n|---|---:|---:|---|\n")
+	fmt.Fprintf(sb, "| upload | %.2f | ≥ %.2f | %s |\n", upRatio, benchTarget, verdict(upRatio))
+	fmt.Fprintf(sb, "| download | %.2f | ≥ %.2f | %s |\n\n", downRatio, benchTarget, verdict(downRatio))
+	fmt.Fprintf(sb, "Upload time split (medians, ms per 64 MiB): direct %.0f; multipart parsing + SHA-256 in line %+.0f; "+
 		"the rest of the media service (its HTTP hop, sniffing, Mongo insert) %+.0f; the gateway hop %+.0f.\n\n",
 		ms(mu["direct"]), ms(mu["work"])-ms(mu["direct"]), ms(mu["media"])-ms(mu["work"]), ms(mu["gateway"])-ms(mu["media"]))
-	fmt.Fprintf(&sb, "Download time split (medians, ms per 64 MiB): direct %.0f; media service on top of it %+.0f; gateway hop on top of that %+.0f.\n\n",
+	fmt.Fprintf(sb, "Download time split (medians, ms per 64 MiB): direct %.0f; media service on top of it %+.0f; gateway hop on top of that %+.0f.\n\n",
 		ms(md["direct"]), ms(md["media"])-ms(md["direct"]), ms(md["gateway"])-ms(md["media"]))
-	fmt.Fprintf(&sb, "In-process, one core: SHA-256 %.0f MiB/s (%.0f ms per 64 MiB); multipart write + parse %.0f MiB/s (%.0f ms per 64 MiB).\n\n",
+	fmt.Fprintf(sb, "In-process, one core: SHA-256 %.0f MiB/s (%.0f ms per 64 MiB); multipart write + parse %.0f MiB/s (%.0f ms per 64 MiB).\n\n",
 		shaRate, ms(shaRate), mpRate, ms(mpRate))
-	fmt.Fprintf(&sb, "All samples (MiB/s):\n\n")
+	fmt.Fprintf(sb, "All samples (MiB/s):\n\n")
 	for _, p := range paths {
-		fmt.Fprintf(&sb, "- %s: upload %s; download %s\n", p.name, fmtRates(up[p.name]), fmtRates(down[p.name]))
+		fmt.Fprintf(sb, "- %s: upload %s; download %s\n", p.name, fmtRates(up[p.name]), fmtRates(down[p.name]))
 	}
 	writeResult(b, "media.md", sb.String())
 	b.Logf("\n%s", sb.String())
@@ -391,6 +385,19 @@ func fmtRates(xs []float64) string {
 		s[i] = fmt.Sprintf("%.0f", x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// resultHeader starts a results file: its title, the benchmark that writes
+// it (and its file), and the rows every results file has.
+func resultHeader(title, bench, file string) *strings.Builder {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# %s\n\n", title)
+	fmt.Fprintf(&sb, "`%s` (e2e/%s), written by the benchmark itself.\n\n", bench, file)
+	fmt.Fprintf(&sb, "| | |\n|---|---|\n")
+	fmt.Fprintf(&sb, "| date | %s |\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&sb, "| nproc | %d |\n", runtime.NumCPU())
+	fmt.Fprintf(&sb, "| go | %s %s/%s |\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return &sb
 }
 
 // writeResult writes bench/results/name at the repository's root.
