@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/testkit"
 )
 
 // tagged creates a category with tags and a LINK document carrying them,
@@ -78,4 +82,36 @@ func TestCategoryDeletionRemovesItsTagsFromDocuments(t *testing.T) {
 		st.Must("GET", "/bo/documents/"+doc+"/detail", nil, 200).JSON(t, &d)
 		return strings.Join(d.TagsIDs, ",") == "k"
 	})
+}
+
+// TestMediaDeletedUnderALiveDocument: a document written while its media
+// was being deleted can still name the media when the deletion's event
+// arrives (its references were checked before the media was marked, and it
+// was stored after the media service asked the catalog for users). The
+// catalog drops that reference too, and logs a warning naming the document.
+// The race is simulated by publishing the media service's event for a media
+// that a live document uses.
+func TestMediaDeletedUnderALiveDocument(t *testing.T) {
+	st := NewStack(t, nil)
+	img, kept := st.Upload("raced.png", pngBytes), st.Upload("kept.png", pngBytes)
+	var d docJSON
+	st.Must("POST", "/bo/documents", fmt.Sprintf(`{"type":"MARKDOWN","title":"Raced","content":"x","imagesIds":[%q,%q]}`, img, kept), 201).JSON(t, &d)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, err := events.Connect(ctx, "nats://"+st.natsAt, "e2e", testkit.Logger(t))
+	testkit.Must(t, err, "connect to NATS")
+	defer nc.Close()
+	ev, err := events.New(ctx, "/media", events.MediaDeleted, events.MediaDeletedData{MediaID: img}, time.Now())
+	testkit.Must(t, err, "event")
+	testkit.Must(t, events.NewPublisher(js, testkit.Logger(t)).PublishEvent(ctx, ev), "publish")
+
+	Eventually(t, 10*time.Second, "the live document drops the deleted media", func() bool {
+		var got docJSON
+		st.Must("GET", "/public/documents/"+d.ID+"/detail", nil, 200).JSON(t, &got)
+		return strings.Join(got.ImagesIDs, ",") == kept
+	})
+	if !st.logs.Contains("used a deleted media") || !st.logs.Contains(d.ID) {
+		t.Errorf("no warning naming document %s in the catalog's log", d.ID)
+	}
 }

@@ -1,7 +1,8 @@
 // Package consumers applies the other contexts' deletion events to the
 // catalog: a deleted tag (alone or with its category) leaves every
-// document's tagsIds, and a deleted media leaves the deleted documents that
-// still name it. Every handler is idempotent, so a redelivered event changes
+// document's tagsIds, and a deleted media leaves the documents that still
+// name it (deleted ones, or a live one written while the media was being
+// deleted: that is logged as a warning). Every handler is idempotent, so a redelivered event changes
 // nothing more.
 package consumers
 
@@ -20,7 +21,7 @@ import (
 // Store is what the handlers change.
 type Store interface {
 	RemoveTags(ctx context.Context, tagIDs []string) (int64, error)
-	DropMedia(ctx context.Context, mediaID string) (int64, error)
+	DropMedia(ctx context.Context, mediaID string) (dropped int64, live []string, err error)
 }
 
 // Start runs the catalog's three durable consumers until Stop.
@@ -143,9 +144,14 @@ func (h handlers) mediaDeleted(ctx context.Context, e events.Envelope) error {
 	if err := decode(e, &d, func() string { return d.MediaID }); err != nil {
 		return err
 	}
-	n, err := h.store.DropMedia(ctx, d.MediaID)
-	if err == nil {
-		h.log.InfoContext(ctx, "event applied: media references dropped", "event_id", e.ID, "media_id", d.MediaID, "documents", n)
+	n, live, err := h.store.DropMedia(ctx, d.MediaID)
+	if err != nil {
+		return err
 	}
-	return err
+	if len(live) > 0 {
+		h.log.WarnContext(ctx, "documents that are not deleted used a deleted media (written while it was being deleted); the reference was dropped",
+			"event_id", e.ID, "media_id", d.MediaID, "documents", live)
+	}
+	h.log.InfoContext(ctx, "event applied: media references dropped", "event_id", e.ID, "media_id", d.MediaID, "documents", n)
+	return nil
 }

@@ -45,6 +45,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("createdAt", false, "createdAt"),
 		mongox.Index("tagsIds", false, "tagsIds"),
 		mongox.Index("fileId", false, "file.id"),
+		mongox.Index("imagesIds", false, "imagesIds"),
 		mongox.Index("outbox", false, outbox.CountField),
 	)
 }
@@ -274,24 +275,33 @@ func (s *Store) RemoveTags(ctx context.Context, tagIDs []string) (int64, error) 
 	return 0, nil
 }
 
-// DropMedia removes references to a deleted media from deleted documents
-// (live documents cannot reference it: the media service refuses to delete
-// a media in use). Idempotent.
-func (s *Store) DropMedia(ctx context.Context, mediaID string) (int64, error) {
-	a, err := s.docs.UpdateMany(ctx, bson.M{"isDeleted": true, "file.id": mediaID}, bson.M{"$unset": bson.M{"file": ""}})
+// DropMedia removes references to a deleted media from every document.
+// Normally only deleted documents have any: the media service refuses to
+// delete a media that a live document uses. A write that raced the deletion
+// can still leave one on a live document (its references were checked
+// before the media was marked as being deleted, and it was stored after the
+// media service asked for users; a restore likewise). Such a live document
+// loses the reference too, rather than keep one to bytes that are gone, and
+// live names it so the caller can say so. Idempotent.
+func (s *Store) DropMedia(ctx context.Context, mediaID string) (dropped int64, live []string, err error) {
+	live, err = s.MediaUsers(ctx, mediaID)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	b, err := s.docs.UpdateMany(ctx, bson.M{"isDeleted": true, "imagesIds": mediaID},
+	a, err := s.docs.UpdateMany(ctx, bson.M{"file.id": mediaID}, bson.M{"$unset": bson.M{"file": ""}})
+	if err != nil {
+		return 0, live, err
+	}
+	b, err := s.docs.UpdateMany(ctx, bson.M{"imagesIds": mediaID},
 		bson.M{"$pullAll": bson.M{"imagesIds": []string{mediaID}}})
 	if err != nil {
-		return 0, err
+		return a.ModifiedCount, live, err
 	}
 	n := a.ModifiedCount + b.ModifiedCount
 	if n > 0 {
-		return n, s.bump(ctx)
+		return n, live, s.bump(ctx)
 	}
-	return 0, nil
+	return 0, live, nil
 }
 
 // Revision returns a number that changes whenever any document changes, for
