@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,5 +115,49 @@ func TestMediaDeletedUnderALiveDocument(t *testing.T) {
 	})
 	if !st.logs.Contains("used a deleted media") || !st.logs.Contains(d.ID) {
 		t.Errorf("no warning naming document %s in the catalog's log", d.ID)
+	}
+}
+
+// TestWritesRacingATagDeletionDoNotKeepIt: documents created while their
+// tag is being deleted (checked before the deletion, stored after its event
+// was applied) lose the tag too, once the dust settles.
+func TestWritesRacingATagDeletionDoNotKeepIt(t *testing.T) {
+	st := NewStack(t, nil)
+	st.Must("POST", "/bo/tags-categories", `{"id":"c","name":"c"}`, 201)
+	for trial := range 3 {
+		tg := fmt.Sprintf("x%d", trial)
+		st.Must("POST", "/bo/tags", fmt.Sprintf(`{"id":%q,"name":%q,"categoryId":"c"}`, tg, tg), 201)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := map[string]any{"type": "LINK", "title": "T", "url": "https://x.org", "tagsIds": []string{tg}}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					st.Req("POST", "/bo/documents", body, "Authorization", "Bearer "+Token)
+				}
+			}()
+		}
+		time.Sleep(300 * time.Millisecond)
+		st.Must("DELETE", "/bo/tags/"+tg, nil, 204)
+		time.Sleep(500 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		Eventually(t, 10*time.Second, "no document keeps the deleted tag "+tg, func() bool {
+			var docs []docJSON
+			st.Must("GET", "/bo/documents", nil, 200).JSON(t, &docs)
+			for _, d := range docs {
+				if slices.Contains(d.TagsIDs, tg) {
+					return false
+				}
+			}
+			return true
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/process"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/services/catalog/internal/consumers"
@@ -26,6 +27,11 @@ import (
 )
 
 const service = "catalog"
+
+// settleInterval is how often documents whose references were not checked
+// again after their write (a lookup failed, or the process stopped) are
+// settled in the background.
+const settleInterval = 15 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -92,12 +98,20 @@ func run(ctx context.Context) error {
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
-	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL))
+	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL), log)
+	waitSettling := periodic.Start(ctx, log, "settling document references", settleInterval, func(ctx context.Context) error {
+		n, err := svc.SettleUnsettled(ctx, settleInterval)
+		if n > 0 {
+			log.InfoContext(ctx, "document references settled in the background", "documents", n)
+		}
+		return err
+	})
 	httpapi.New(svc, store, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	// In-flight requests are done: stop taking events, then let the relay finish.
 	shutdown.Do(log, "consumers", stopConsumers)
+	waitSettling()
 	waitRelay()
 	return err
 }

@@ -68,6 +68,16 @@ type Media struct {
 	ID       string
 	Name     string
 	MimeType string
+	// Deleting: a deletion of the media is under way. A new reference to
+	// it is refused; a stored one stays until the deletion is done.
+	Deleting bool
+}
+
+// Mark says that the references of a document written at At are still to
+// be checked again (Service.settle).
+type Mark struct {
+	DocumentID string
+	At         time.Time
 }
 
 // Errors the catalog answers with.
@@ -90,6 +100,10 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Store persists documents. Get returns deleted documents too. List returns
 // summaries newest first, read without content.
+//
+// Insert, Replace and Restore first mark the document "references
+// unsettled" (see Service.settle); Unsettled lists the marks and Settle
+// clears one.
 type Store interface {
 	Insert(ctx context.Context, d Document) error
 	Get(ctx context.Context, id string) (Document, error)
@@ -102,13 +116,18 @@ type Store interface {
 	// in one write; deleted is false when it already was.
 	SoftDelete(ctx context.Context, id string, at time.Time) (deleted bool, err error)
 	Restore(ctx context.Context, id string, at time.Time) (Document, error)
+	// Unsettled returns up to limit marks made before the given time.
+	Unsettled(ctx context.Context, before time.Time, limit int) ([]Mark, error)
+	// Settle removes the gone tags and media from the marked document (if
+	// it exists), then clears the mark unless a later write replaced it.
+	Settle(ctx context.Context, m Mark, goneTags, goneMedia []string) error
 	// MediaUsers returns the ids of documents not deleted that use the media.
 	MediaUsers(ctx context.Context, mediaID string) ([]string, error)
 }
 
 // References looks up what documents point to, in the services that own it.
-// Both return only the ids that exist; an unreachable service is an
-// *UnavailableError.
+// Both return only the ids that exist (Medias also those being deleted,
+// marked); an unreachable service is an *UnavailableError.
 type References interface {
 	Tags(ctx context.Context, ids []string) (map[string]bool, error)
 	Medias(ctx context.Context, ids []string) (map[string]Media, error)

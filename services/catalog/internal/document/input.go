@@ -130,6 +130,8 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 			switch m, ok := medias[in.FileID]; {
 			case !ok:
 				errs.Add("fileId", "unknown media '%s'", in.FileID)
+			case m.Deleting:
+				errs.Add("fileId", "media '%s' is being deleted", in.FileID)
 			case m.MimeType != PDFMimeType:
 				errs.Add("fileId", "media '%s' is %s, not a PDF", in.FileID, m.MimeType)
 			default:
@@ -141,6 +143,8 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 				switch m, ok := medias[id]; {
 				case !ok:
 					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "unknown media '%s'", id)
+				case m.Deleting:
+					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is being deleted", id)
 				case !strings.HasPrefix(m.MimeType, imageMimeType):
 					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is %s, not an image", id, m.MimeType)
 				}

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -12,12 +15,13 @@ import (
 type Service struct {
 	store Store
 	refs  References
+	log   *slog.Logger
 	now   func() time.Time
 }
 
 // NewService returns a Service.
-func NewService(store Store, refs References) *Service {
-	return &Service{store: store, refs: refs, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+func NewService(store Store, refs References, log *slog.Logger) *Service {
+	return &Service{store: store, refs: refs, log: log, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // NewID returns a server-made document id: 128 random bits, URL-safe.
@@ -39,7 +43,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	if err := s.store.Insert(ctx, d); err != nil {
 		return Document{}, err
 	}
-	return d, nil
+	return s.settleNow(ctx, d, d.UpdatedAt), nil
 }
 
 // Update replaces a live document's fields with the full variant body in;
@@ -74,7 +78,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if err != nil {
 			return Document{}, err
 		}
-		return d, nil
+		return s.settleNow(ctx, d, d.UpdatedAt), nil
 	}
 }
 
@@ -106,7 +110,111 @@ func (s *Service) Delete(ctx context.Context, id string) (bool, error) {
 
 // Restore brings a deleted document back (a no-op on a live one).
 func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
-	return s.store.Restore(ctx, id, s.now())
+	at := s.now()
+	d, err := s.store.Restore(ctx, id, at)
+	if err != nil {
+		return Document{}, err
+	}
+	return s.settleNow(ctx, d, at), nil
+}
+
+// settle checks d's references again after a write and drops those that
+// were deleted in between; it returns d as stored.
+//
+// check asks taxonomy and media before the write. A tag or media deleted
+// after that question, whose deletion event the catalog applied before the
+// write landed, would stay on the document for good. Asking again after the
+// write closes the gap: a reference still there now was stored before its
+// deletion, so the deletion's event will find it. A media being deleted is
+// kept: its deletion may yet find it in use and stop, or its event drops it.
+//
+// The write was marked (at), and settle clears the mark. When a lookup or
+// the store fails the mark stays, and SettleUnsettled tries again later:
+// a crash or an outage between the write and here loses nothing.
+func (s *Service) settle(ctx context.Context, d Document, at time.Time) (Document, error) {
+	goneTags, goneMedia, err := s.gone(ctx, d)
+	if err != nil {
+		return d, err
+	}
+	if err := s.store.Settle(ctx, Mark{DocumentID: d.ID, At: at}, goneTags, goneMedia); err != nil {
+		return d, err
+	}
+	if len(goneTags)+len(goneMedia) == 0 {
+		return d, nil
+	}
+	s.log.WarnContext(ctx, "references deleted while the document was being written were dropped",
+		"document_id", d.ID, "tags", goneTags, "media", goneMedia)
+	d.TagsIDs = slices.DeleteFunc(slices.Clone(d.TagsIDs), func(id string) bool { return slices.Contains(goneTags, id) })
+	d.ImagesIDs = slices.DeleteFunc(slices.Clone(d.ImagesIDs), func(id string) bool { return slices.Contains(goneMedia, id) })
+	if d.File != nil && slices.Contains(goneMedia, d.File.ID) {
+		d.File = nil
+	}
+	return d, nil
+}
+
+// settleNow settles a document just written; a failure is logged and left
+// to SettleUnsettled (the write itself succeeded).
+func (s *Service) settleNow(ctx context.Context, d Document, at time.Time) Document {
+	out, err := s.settle(ctx, d, at)
+	if err != nil {
+		s.log.WarnContext(ctx, "references not checked again after the write; retried in the background",
+			"document_id", d.ID, "error", err)
+	}
+	return out
+}
+
+// gone returns d's tags and media that no longer exist.
+func (s *Service) gone(ctx context.Context, d Document) (tags, media []string, err error) {
+	if len(d.TagsIDs) > 0 {
+		found, err := s.refs.Tags(ctx, d.TagsIDs)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range d.TagsIDs {
+			if !found[id] {
+				tags = append(tags, id)
+			}
+		}
+	}
+	ids := slices.Clone(d.ImagesIDs)
+	if d.File != nil {
+		ids = append(ids, d.File.ID)
+	}
+	if len(ids) > 0 {
+		found, err := s.refs.Medias(ctx, ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range ids {
+			if _, ok := found[id]; !ok {
+				media = append(media, id)
+			}
+		}
+	}
+	return tags, media, nil
+}
+
+// SettleUnsettled settles up to 100 marks older than age: writes whose own
+// settle failed or never ran. It returns how many it settled and the first
+// failure.
+func (s *Service) SettleUnsettled(ctx context.Context, age time.Duration) (int, error) {
+	marks, err := s.store.Unsettled(ctx, s.now().Add(-age), 100)
+	if err != nil {
+		return 0, err
+	}
+	for i, m := range marks {
+		d, err := s.store.Get(ctx, m.DocumentID)
+		switch {
+		case errors.Is(err, ErrNotFound): // the write never landed
+			err = s.store.Settle(ctx, m, nil, nil)
+		case err == nil:
+			_, err = s.settle(ctx, d, m.At)
+		}
+		if err != nil {
+			return i, fmt.Errorf("settle document %s: %w", m.DocumentID, err)
+		}
+	}
+	return len(marks), nil
 }
 
 // MediaUsers returns the live documents that use a media.

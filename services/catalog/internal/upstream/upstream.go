@@ -47,6 +47,7 @@ type mediaDTO struct {
 	ID       string `json:"id"`
 	Name     string `json:"name"`
 	MimeType string `json:"mimeType"`
+	Deleting bool   `json:"deleting"`
 }
 
 // Tags implements document.References.
@@ -70,7 +71,7 @@ func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.
 	}
 	out := make(map[string]document.Media, len(medias))
 	for _, m := range medias {
-		out[m.ID] = document.Media{ID: m.ID, Name: m.Name, MimeType: m.MimeType}
+		out[m.ID] = document.Media{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Deleting: m.Deleting}
 	}
 	return out, nil
 }

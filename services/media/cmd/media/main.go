@@ -20,6 +20,7 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/outbox"
+	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/process"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
@@ -115,7 +116,8 @@ func run(ctx context.Context) error {
 	}
 
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
-	go sweep(ctx, log, svc)
+	// Several replicas may sweep at once: it is idempotent.
+	waitSweep := periodic.Start(ctx, log, "sweep", sweepEvery, svc.Sweep)
 
 	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
 		return err
@@ -132,6 +134,7 @@ func run(ctx context.Context) error {
 	httpapi.New(svc, log, relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
+	waitSweep()
 	waitRelay()
 	return err
 }
@@ -154,24 +157,5 @@ func ensureBucket(ctx context.Context, log *slog.Logger, blobs *miniostore.Store
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-// sweep runs the service's sweep now and then; several replicas may do so
-// at once, it is idempotent.
-func sweep(ctx context.Context, log *slog.Logger, svc *media.Service) {
-	tick := time.NewTicker(sweepEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		sctx, cancel := context.WithTimeout(ctx, sweepEvery)
-		if err := svc.Sweep(sctx); err != nil {
-			log.Warn("sweep", "error", err)
-		}
-		cancel()
 	}
 }

@@ -155,7 +155,21 @@ func TestSweepReleasesStuckDeletions(t *testing.T) {
 	testkit.Must(t, a.svc.Sweep(ctx), "sweep")
 	a.must("GET", "/bo/medias/"+m.ID+"/download", 200)
 	a.get("/bo/medias/"+fresh.ID).problem(t, 404, "not_found") // still being deleted
+	// The internal lookup shows it, marked: a stored reference to it stays
+	// until the deletion is done.
+	var found []map[string]any
+	a.must("GET", "/internal/medias?ids="+fresh.ID+","+m.ID, 200).json(t, &found)
+	deleting := map[string]any{}
+	for _, f := range found {
+		deleting[f["id"].(string)] = f["deleting"]
+	}
+	if len(found) != 2 || deleting[fresh.ID] != true || deleting[m.ID] != nil {
+		t.Errorf("lookup %v, want %s deleting and %s not", found, fresh.ID, m.ID)
+	}
 	a.must("DELETE", "/bo/medias/"+m.ID, 204)
+	if r := a.must("GET", "/internal/medias?ids="+m.ID, 200); string(r.body) != "[]" {
+		t.Errorf("lookup of a deleted media %s, want []", r.body)
+	}
 }
 
 func TestConcurrentDeletesAndUse(t *testing.T) {

@@ -13,6 +13,11 @@ type (
 		MimeType string `json:"mimeType"`
 		Size     int64  `json:"size"`
 	}
+	// lookupMedia is an item of the internal lookup.
+	lookupMedia struct {
+		fileMedia
+		Deleting bool `json:"deleting,omitempty"`
+	}
 	fileMediaAdmin struct {
 		fileMedia
 		CreatedAt string `json:"createdAt"`

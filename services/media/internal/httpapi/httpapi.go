@@ -164,7 +164,9 @@ func (h *Handler) delete(c *gin.Context) {
 }
 
 // lookup answers GET /internal/medias?ids=a,b,c with the media among ids that
-// exist: the catalog checks fileId and imagesIds with it.
+// exist, those being deleted marked "deleting": true. The catalog checks
+// fileId and imagesIds with it, and after a write tells a media being
+// deleted (keep the reference) from one gone (drop it).
 func (h *Handler) lookup(c *gin.Context) {
 	var ids []string
 	for _, v := range c.QueryArray("ids") {
@@ -183,9 +185,9 @@ func (h *Handler) lookup(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out := make([]fileMedia, len(ms))
+	out := make([]lookupMedia, len(ms))
 	for i, m := range ms {
-		out[i] = toFileMedia(m)
+		out[i] = lookupMedia{fileMedia: toFileMedia(m), Deleting: m.Deleting}
 	}
 	c.JSON(http.StatusOK, out)
 }

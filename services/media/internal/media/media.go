@@ -28,6 +28,9 @@ type Media struct {
 	SHA256    string // lower-case hex of the bytes
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Deleting is set on a record a deletion holds (Lookup only): it may
+	// still come back, if the deletion finds the media in use.
+	Deleting bool
 }
 
 // IsImage reports whether m is an image (the catalog's imagesIds rule).
@@ -76,14 +79,16 @@ func (e *InUseError) Error() string {
 }
 
 // Store persists media records. Lookups see only live records: not being
-// deleted (deletingAt) and not deleted (deletedAt). Implementations report an
+// deleted (deletingAt) and not deleted (deletedAt); Lookup alone also sees
+// records being deleted. Implementations report an
 // unknown or invisible id with ErrNotFound.
 type Store interface {
 	Insert(ctx context.Context, m Media) error
 	Get(ctx context.Context, id string) (Media, error)
 	// List returns every live record, newest first.
 	List(ctx context.Context) ([]Media, error)
-	// Lookup returns the live records among ids, in no particular order.
+	// Lookup returns the records among ids that are live or being deleted
+	// (Deleting set), in no particular order.
 	Lookup(ctx context.Context, ids []string) ([]Media, error)
 
 	// MarkDeleting hides the live record id under token; ErrNotFound when it

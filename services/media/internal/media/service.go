@@ -186,8 +186,10 @@ func (s *Service) Get(ctx context.Context, id string) (Media, error) {
 // List returns every live media, newest first.
 func (s *Service) List(ctx context.Context) ([]Media, error) { return s.store.List(ctx) }
 
-// Lookup returns the live media among ids, for other services' reference
-// checks; unknown ids are left out.
+// Lookup returns the media among ids that are live or being deleted
+// (Deleting), for other services' reference checks; unknown and deleted ids
+// are left out. A new reference must not name a media being deleted; one
+// already stored keeps it until the deletion is done.
 func (s *Service) Lookup(ctx context.Context, ids []string) ([]Media, error) {
 	valid := make([]string, 0, len(ids))
 	for _, id := range ids {

@@ -1,6 +1,8 @@
 // Package mongostore keeps the catalog's documents in MongoDB (collection
-// documents) and a revision counter of the collection (collection meta) that
-// listing caches compare against. bson shapes live only here.
+// documents), a revision counter of the collection (collection meta) that
+// listing caches compare against, and the marks of writes whose references
+// are still to be checked again (collection unsettled). bson shapes live
+// only here.
 package mongostore
 
 import (
@@ -24,16 +26,17 @@ const Source = "/catalog"
 
 // Store implements document.Store.
 type Store struct {
-	docs *mongo.Collection
-	meta *mongo.Collection
-	log  *slog.Logger
+	docs      *mongo.Collection
+	meta      *mongo.Collection
+	unsettled *mongo.Collection
+	log       *slog.Logger
 }
 
 var _ document.Store = (*Store)(nil)
 
 // New returns a Store on db. Call EnsureIndexes once at start-up.
 func New(db *mongo.Database, log *slog.Logger) *Store {
-	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta"), log: log}
+	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta"), unsettled: db.Collection("unsettled"), log: log}
 }
 
 // Documents is the collection, for the outbox relay.
@@ -41,6 +44,9 @@ func (s *Store) Documents() *mongo.Collection { return s.docs }
 
 // EnsureIndexes creates the indexes; idempotent.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
+	if err := mongox.EnsureIndexes(ctx, s.unsettled, mongox.Index("at", false, "at")); err != nil {
+		return err
+	}
 	return mongox.EnsureIndexes(ctx, s.docs,
 		mongox.Index("createdAt", false, "createdAt"),
 		mongox.Index("tagsIds", false, "tagsIds"),
@@ -48,6 +54,21 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("imagesIds", false, "imagesIds"),
 		mongox.Index("outbox", false, outbox.CountField),
 	)
+}
+
+// mark records, before a write that sets a document's references, that
+// they are to be checked again (Settle removes it). It is its own record,
+// written first, rather than a field of the document: a crash between the
+// two leaves a mark (harmless: Settle finds the document as it is), and
+// clearing it never rewrites the document, so it cannot undo a concurrent
+// event's change on a server without atomic updates (FerretDB). A later
+// write's mark replaces an earlier one.
+func (s *Store) mark(ctx context.Context, id string, at time.Time) error {
+	_, err := s.unsettled.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": bson.M{"at": at}}, options.UpdateOne().SetUpsert(true))
+	if mongox.IsDuplicateKey(err) { // two first upserts raced; the other one stands
+		return nil
+	}
+	return err
 }
 
 type fileDoc struct {
@@ -108,6 +129,9 @@ func orEmpty(s []string) []string {
 
 // Insert implements document.Store.
 func (s *Store) Insert(ctx context.Context, d document.Document) error {
+	if err := s.mark(ctx, d.ID, d.UpdatedAt); err != nil {
+		return err
+	}
 	if _, err := s.docs.InsertOne(ctx, toDoc(d)); err != nil {
 		return err
 	}
@@ -178,6 +202,9 @@ func (s *Store) Replace(ctx context.Context, d document.Document, readAt time.Ti
 	if len(unset) > 0 {
 		update["$unset"] = unset
 	}
+	if err := s.mark(ctx, d.ID, d.UpdatedAt); err != nil {
+		return err
+	}
 	res, err := s.docs.UpdateOne(ctx, bson.M{"_id": d.ID, "isDeleted": false, "updatedAt": readAt}, update)
 	if err != nil {
 		return err
@@ -222,6 +249,9 @@ func (s *Store) SoftDelete(ctx context.Context, id string, at time.Time) (bool, 
 
 // Restore implements document.Store.
 func (s *Store) Restore(ctx context.Context, id string, at time.Time) (document.Document, error) {
+	if err := s.mark(ctx, id, at); err != nil {
+		return document.Document{}, err
+	}
 	res, err := s.docs.UpdateOne(ctx, bson.M{"_id": id, "isDeleted": true},
 		bson.M{"$set": bson.M{"isDeleted": false, "updatedAt": at}, "$unset": bson.M{"deletedAt": ""}})
 	if err != nil {
@@ -233,6 +263,61 @@ func (s *Store) Restore(ctx context.Context, id string, at time.Time) (document.
 		}
 	}
 	return s.Get(ctx, id)
+}
+
+// Unsettled implements document.Store.
+func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]document.Mark, error) {
+	cur, err := s.unsettled.Find(ctx, bson.M{"at": bson.M{"$lt": before}}, options.Find().SetLimit(int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	var marks []struct {
+		ID string    `bson:"_id"`
+		At time.Time `bson:"at"`
+	}
+	if err := cur.All(ctx, &marks); err != nil {
+		return nil, err
+	}
+	out := make([]document.Mark, len(marks))
+	for i, m := range marks {
+		out[i] = document.Mark{DocumentID: m.ID, At: m.At.UTC()}
+	}
+	return out, nil
+}
+
+// Settle implements document.Store. Like the event handlers, it leaves
+// updatedAt alone.
+func (s *Store) Settle(ctx context.Context, m document.Mark, goneTags, goneMedia []string) error {
+	if len(goneTags)+len(goneMedia) > 0 {
+		if err := s.drop(ctx, m.DocumentID, goneTags, goneMedia); err != nil {
+			return err
+		}
+	}
+	// Only this mark: a later write's mark stays for that write.
+	_, err := s.unsettled.DeleteOne(ctx, bson.M{"_id": m.DocumentID, "at": m.At})
+	return err
+}
+
+// drop takes gone tags and media out of one document and moves the
+// listing revision.
+func (s *Store) drop(ctx context.Context, id string, goneTags, goneMedia []string) error {
+	pull := bson.M{}
+	if len(goneTags) > 0 {
+		pull["tagsIds"] = goneTags
+	}
+	if len(goneMedia) > 0 {
+		pull["imagesIds"] = goneMedia
+	}
+	if _, err := s.docs.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$pullAll": pull}); err != nil {
+		return err
+	}
+	if len(goneMedia) > 0 {
+		if _, err := s.docs.UpdateOne(ctx, bson.M{"_id": id, "file.id": bson.M{"$in": goneMedia}},
+			bson.M{"$unset": bson.M{"file": ""}}); err != nil {
+			return err
+		}
+	}
+	return s.bump(ctx)
 }
 
 // MediaUsers implements document.Store.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,64 @@ func TestReferencesCleanup(t *testing.T) {
 	if len(a.ImagesIDs) != 0 || strings.Join(b.ImagesIDs, ",") != "other" || p.File != nil {
 		t.Errorf("after dropping media: live %v, gone %v, pdf file %v", a.ImagesIDs, b.ImagesIDs, p.File)
 	}
+}
+
+func TestWritesAreUnsettledUntilSettled(t *testing.T) {
+	s, ctx := newStore(t)
+	a := md("a", t0, "t1", "gone")
+	a.ImagesIDs = []string{"img", "old"}
+	pdf := document.Document{ID: "pdf", Title: "P", Type: document.PDF, File: &document.File{ID: "old", Name: "f.pdf"},
+		TagsIDs: []string{}, CreatedAt: t0, UpdatedAt: t0}
+	testkit.Must(t, s.Insert(ctx, a), "insert")
+	testkit.Must(t, s.Insert(ctx, pdf), "insert")
+	unsettled := func(before time.Time) string {
+		t.Helper()
+		ms, err := s.Unsettled(ctx, before, 10)
+		testkit.Must(t, err, "Unsettled")
+		var ids []string
+		for _, m := range ms {
+			ids = append(ids, m.DocumentID+"@"+m.At.Sub(t0).String())
+		}
+		slices.Sort(ids)
+		return strings.Join(ids, ",")
+	}
+	if got := unsettled(t0); got != "" {
+		t.Errorf("unsettled before the writes = %q, want none", got)
+	}
+	if got := unsettled(t0.Add(time.Second)); got != "a@0s,pdf@0s" {
+		t.Errorf("unsettled = %q, want a and pdf at t0", got)
+	}
+
+	// A later write's mark replaces the first: settling the first leaves it.
+	b := a
+	b.UpdatedAt = t0.Add(time.Minute)
+	testkit.Must(t, s.Replace(ctx, b, t0), "Replace")
+	rev, _ := s.Revision(ctx)
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: t0}, []string{"gone"}, []string{"old"}), "Settle")
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "pdf", At: t0}, nil, []string{"old"}), "Settle")
+	got, _ := s.Get(ctx, "a")
+	p, _ := s.Get(ctx, "pdf")
+	if strings.Join(got.TagsIDs, ",") != "t1" || strings.Join(got.ImagesIDs, ",") != "img" || !got.UpdatedAt.Equal(b.UpdatedAt) || p.File != nil {
+		t.Errorf("after Settle: %+v, pdf file %v", got, p.File)
+	}
+	if r, _ := s.Revision(ctx); r == rev {
+		t.Error("dropping references did not move the listing revision")
+	}
+	if got := unsettled(t0.Add(time.Hour)); got != "a@1m0s" {
+		t.Errorf("unsettled after settling the first marks = %q, want a's later one", got)
+	}
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: b.UpdatedAt}, nil, nil), "Settle")
+	if got := unsettled(t0.Add(time.Hour)); got != "" {
+		t.Errorf("unsettled after Settle = %q, want none", got)
+	}
+
+	// Restore marks too; a mark without its document is cleared.
+	_, err := s.SoftDelete(ctx, "pdf", t0.Add(time.Minute))
+	testkit.Must(t, err, "SoftDelete")
+	_, err = s.Restore(ctx, "pdf", t0.Add(2*time.Minute))
+	testkit.Must(t, err, "Restore")
+	if got := unsettled(t0.Add(time.Hour)); got != "pdf@2m0s" {
+		t.Errorf("unsettled after Restore = %q, want pdf", got)
+	}
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "never-written", At: t0}, []string{"x"}, nil), "Settle of a missing document")
 }

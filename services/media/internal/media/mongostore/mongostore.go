@@ -78,7 +78,7 @@ func toDoc(m media.Media) mediaDoc {
 func (d mediaDoc) domain() media.Media {
 	return media.Media{
 		ID: d.ID, Name: d.Name, MimeType: d.MimeType, Size: d.Size, ObjectKey: d.ObjectKey, SHA256: d.SHA256,
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), Deleting: d.DeletingAt != nil,
 	}
 }
 
@@ -123,9 +123,9 @@ func (s *Store) List(ctx context.Context) ([]media.Media, error) {
 	return s.find(ctx, live(bson.M{}), newest)
 }
 
-// Lookup implements media.Store.
+// Lookup implements media.Store: live records and records being deleted.
 func (s *Store) Lookup(ctx context.Context, ids []string) ([]media.Media, error) {
-	return s.find(ctx, live(bson.M{"_id": bson.M{"$in": ids}}), nil)
+	return s.find(ctx, bson.M{"_id": bson.M{"$in": ids}, "deletedAt": absent}, nil)
 }
 
 // MarkDeleting implements media.Store.

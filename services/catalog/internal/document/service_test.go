@@ -1,0 +1,151 @@
+package document_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/document/mongostore"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// racingRefs answers the reference check before a write from before, and
+// every later lookup (after the write) from after: what taxonomy and media
+// say when a deletion lands between the check and the write. err, when
+// set, fails the later lookups.
+type racingRefs struct {
+	mu            sync.Mutex
+	calls         int
+	before, after refsState
+	err           error
+}
+
+type refsState struct {
+	tags   []string
+	medias map[string]document.Media
+}
+
+func (r *racingRefs) state() (refsState, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.calls <= 2 { // the check asks for tags, then media
+		return r.before, nil
+	}
+	return r.after, r.err
+}
+
+func (r *racingRefs) Tags(_ context.Context, ids []string) (map[string]bool, error) {
+	st, err := r.state()
+	out := map[string]bool{}
+	for _, id := range ids {
+		if slices.Contains(st.tags, id) {
+			out[id] = true
+		}
+	}
+	return out, err
+}
+
+func (r *racingRefs) Medias(_ context.Context, ids []string) (map[string]document.Media, error) {
+	st, err := r.state()
+	out := map[string]document.Media{}
+	for _, id := range ids {
+		if m, ok := st.medias[id]; ok {
+			out[id] = m
+		}
+	}
+	return out, err
+}
+
+var (
+	img = document.Media{ID: "img", Name: "i.png", MimeType: "image/png"}
+	old = document.Media{ID: "old", Name: "o.png", MimeType: "image/png"}
+)
+
+func newService(t *testing.T, refs document.References) (*document.Service, *mongostore.Store) {
+	t.Helper()
+	t.Parallel()
+	store := mongostore.New(testkit.Mongo(t), slog.New(slog.DiscardHandler))
+	testkit.Must(t, store.EnsureIndexes(context.Background()), "EnsureIndexes")
+	return document.NewService(store, refs, testkit.Logger(t)), store
+}
+
+var in = document.Input{Type: "MARKDOWN", Title: "T", Content: "x", TagsIDs: []string{"kept", "gone"}, ImagesIDs: []string{"img", "old", "leaving"}}
+
+// A tag and a media deleted between the check and the write leave the
+// document at once; a media whose deletion is under way stays (its
+// deletion may yet stop, or its event drops it).
+func TestCreateDropsReferencesDeletedDuringTheWrite(t *testing.T) {
+	refs := &racingRefs{
+		before: refsState{tags: []string{"kept", "gone"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": {ID: "leaving", MimeType: "image/png"}}},
+		after:  refsState{tags: []string{"kept"}, medias: map[string]document.Media{"img": img, "leaving": {ID: "leaving", MimeType: "image/png", Deleting: true}}},
+	}
+	svc, store := newService(t, refs)
+	ctx := context.Background()
+	d, err := svc.Create(ctx, in)
+	testkit.Must(t, err, "Create")
+	stored, _ := store.Get(ctx, d.ID)
+	for _, got := range []document.Document{d, stored} {
+		if strings.Join(got.TagsIDs, ",") != "kept" || strings.Join(got.ImagesIDs, ",") != "img,leaving" {
+			t.Errorf("document %v %v, want tags [kept] and images [img leaving]", got.TagsIDs, got.ImagesIDs)
+		}
+	}
+	if u, _ := store.Unsettled(ctx, time.Now().Add(time.Hour), 10); len(u) != 0 {
+		t.Errorf("still unsettled after the write: %v", u)
+	}
+}
+
+// When the lookup after the write fails, the write still succeeds; the
+// document stays marked and the background pass settles it later.
+func TestUnsettledDocumentsAreSettledLater(t *testing.T) {
+	refs := &racingRefs{
+		before: refsState{tags: []string{"kept", "gone"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": img}},
+		after:  refsState{tags: []string{"kept"}, medias: map[string]document.Media{"img": img, "leaving": img}},
+		err:    &document.UnavailableError{Service: "taxonomy", Err: errors.New("down")},
+	}
+	svc, store := newService(t, refs)
+	ctx := context.Background()
+	d, err := svc.Create(ctx, in)
+	testkit.Must(t, err, "Create")
+	if strings.Join(d.TagsIDs, ",") != "kept,gone" {
+		t.Errorf("created %v, want the tags as checked", d.TagsIDs)
+	}
+	if n, err := svc.SettleUnsettled(ctx, 0); err == nil || n != 0 {
+		t.Errorf("SettleUnsettled with taxonomy down = %d, %v; want an error", n, err)
+	}
+	refs.mu.Lock()
+	refs.err = nil
+	refs.mu.Unlock()
+	if n, err := svc.SettleUnsettled(ctx, time.Hour); err != nil || n != 0 {
+		t.Errorf("SettleUnsettled of marks older than an hour = %d, %v; want none", n, err)
+	}
+	if n, err := svc.SettleUnsettled(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("SettleUnsettled = %d, %v; want 1", n, err)
+	}
+	got, _ := store.Get(ctx, d.ID)
+	if strings.Join(got.TagsIDs, ",") != "kept" || strings.Join(got.ImagesIDs, ",") != "img,leaving" {
+		t.Errorf("settled later: %v %v", got.TagsIDs, got.ImagesIDs)
+	}
+	if n, _ := svc.SettleUnsettled(ctx, 0); n != 0 {
+		t.Errorf("settled again: %d", n)
+	}
+}
+
+// A media being deleted cannot be named by a new reference.
+func TestMediaBeingDeletedIsRefused(t *testing.T) {
+	deleting := img
+	deleting.Deleting = true
+	svc, _ := newService(t, &racingRefs{before: refsState{medias: map[string]document.Media{"img": deleting}}})
+	_, err := svc.Create(context.Background(), document.Input{Type: "MARKDOWN", Title: "T", Content: "x", ImagesIDs: []string{"img"}})
+	if err == nil || !strings.Contains(err.Error(), "being deleted") {
+		t.Errorf("Create naming a media being deleted = %v, want a validation error", err)
+	}
+}
