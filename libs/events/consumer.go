@@ -35,29 +35,64 @@ const (
 
 // Handler applies one event. It must be idempotent: an event may be
 // delivered more than once. Return nil only once the side effects are
-// durable; return an error to have the event redelivered later, or
-// Permanent(err) when retrying cannot help.
+// durable; return an error to have the event redelivered later,
+// Permanent(err) when retrying cannot help, or Transient(err) when
+// something the handler needs is down (retried as long as it takes).
 type Handler func(ctx context.Context, e Envelope) error
 
-type permanentError struct{ err error }
+// errorClass is how the consumer treats a handler's error.
+type errorClass int
 
-func (p permanentError) Error() string { return "permanent: " + p.err.Error() }
-func (p permanentError) Unwrap() error { return p.err }
+const (
+	permanent errorClass = iota + 1
+	transient
+)
 
-// Permanent marks a handler error as one that no retry can fix (the event
-// is invalid for this consumer): the message goes to dead-letter at once.
-func Permanent(err error) error {
+type classifiedError struct {
+	class errorClass
+	err   error
+}
+
+func (e classifiedError) Error() string {
+	if e.class == permanent {
+		return "permanent: " + e.err.Error()
+	}
+	return "unavailable: " + e.err.Error()
+}
+
+func (e classifiedError) Unwrap() error { return e.err }
+
+func classify(err error, c errorClass) error {
 	if err == nil {
 		return nil
 	}
-	return permanentError{err: err}
+	return classifiedError{class: c, err: err}
 }
 
-// IsPermanent reports whether err was wrapped by Permanent.
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
+func classOf(err error) errorClass {
+	var c classifiedError
+	if errors.As(err, &c) {
+		return c.class
+	}
+	return 0
 }
+
+// Permanent marks a handler error as one that no retry can fix (the event
+// is invalid for this consumer): the message goes to dead-letter at once.
+func Permanent(err error) error { return classify(err, permanent) }
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool { return classOf(err) == permanent }
+
+// Transient marks a handler error as an outage of something the handler
+// depends on (its database): the event is redelivered with backoff for as
+// long as the outage lasts, and such failures never send it to
+// dead-letter. An outage longer than MaxDeliver attempts therefore loses
+// nothing.
+func Transient(err error) error { return classify(err, transient) }
+
+// IsTransient reports whether err was wrapped by Transient.
+func IsTransient(err error) bool { return classOf(err) == transient }
 
 // ConsumerConfig configures a durable consumer of the LIBRARY stream. Zero
 // values take the defaults.
@@ -67,8 +102,8 @@ type ConsumerConfig struct {
 	Name string
 	// Subjects are the subjects the consumer receives.
 	Subjects []string
-	// MaxDeliver is how many times the handler gets a message before it is
-	// moved to dead-letter (default 8).
+	// MaxDeliver is how many deliveries a message may fail before it is
+	// moved to dead-letter (default 8); a Transient failure never moves it.
 	MaxDeliver int
 	// Backoff is the redelivery delay after the n-th failed delivery
 	// (Backoff[n-1], the last one repeated); default 1s, 2s, 5s, 10s, 30s,
@@ -155,12 +190,12 @@ type Consumer struct {
 // The consumer acks explicitly, after the handler returned nil. A failed
 // delivery is redelivered after cfg.Backoff. A message is moved to the
 // dead-letter subject dlq.<name> and terminated when it does not decode as
-// a CloudEvent, when the handler returns Permanent(err), or when its last
-// allowed delivery (cfg.MaxDeliver) fails; a poison message therefore never
-// holds up the others. The server allows one delivery more than the handler
-// gets: that spare delivery only moves the message to dead-letter, should
-// the move after the last failure not have succeeded (or the process died
-// during the last attempt).
+// a CloudEvent, when the handler returns Permanent(err), or when a delivery
+// from the cfg.MaxDeliver-th on fails with an error that is not Transient;
+// a poison message therefore never holds up the others. The server
+// redelivers without limit: a message whose move to dead-letter failed
+// comes back and is tried again (the handler too), and a Transient outage
+// lasts as long as it lasts.
 func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig, h Handler, log *slog.Logger, opts ...Option) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -177,7 +212,7 @@ func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConf
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        cfg.AckWait,
-		MaxDeliver:     cfg.MaxDeliver + 1,
+		MaxDeliver:     -1, // the consumer decides when to give up (handle)
 		MaxAckPending:  cfg.MaxAckPending,
 	})
 	if err != nil {
@@ -285,6 +320,15 @@ func (c *Consumer) applyBatch(batch []jetstream.Msg) {
 	defer cancel()
 	if err := c.applyAll(ctx, envs); err != nil {
 		span.RecordError(err)
+		if IsTransient(err) {
+			// One by one would fail the same way, each after its timeout.
+			delay := c.backoff(1)
+			c.log.Warn("batch failed, a dependency is unavailable; retried", "events", len(msgs), "error", err, "retryIn", delay)
+			for _, msg := range msgs {
+				_ = msg.NakWithDelay(delay)
+			}
+			return
+		}
 		c.log.Warn("batch failed; applying its events one by one", "events", len(msgs), "error", err)
 		for _, msg := range msgs {
 			c.handle(msg)
@@ -350,14 +394,6 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	span.SetAttributes(semconv.MessagingMessageID(env.ID))
 	log := c.log.With("eventId", env.ID, "subject", msg.Subject(), "delivery", md.NumDelivered)
 
-	if int(md.NumDelivered) > c.cfg.MaxDeliver {
-		// The spare delivery: the last attempt failed but did not reach
-		// dead-letter.
-		span.SetStatus(codes.Error, "max deliveries exceeded")
-		c.deadLetter(ctx, msg, md, env.ID, fmt.Sprintf("failed %d deliveries", c.cfg.MaxDeliver))
-		return
-	}
-
 	err = c.apply(ctx, env)
 	switch {
 	case err == nil:
@@ -372,7 +408,7 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "permanent failure")
 		c.deadLetter(ctx, msg, md, env.ID, err.Error())
-	case int(md.NumDelivered) >= c.cfg.MaxDeliver:
+	case int(md.NumDelivered) >= c.cfg.MaxDeliver && !IsTransient(err):
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "max deliveries reached")
 		c.deadLetter(ctx, msg, md, env.ID, fmt.Sprintf("failed %d deliveries, last error: %v", md.NumDelivered, err))
@@ -380,7 +416,11 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "will retry")
 		delay := c.backoff(md.NumDelivered)
-		log.Warn("event failed, will retry", "error", err, "retryIn", delay)
+		what := "event failed, will retry"
+		if IsTransient(err) {
+			what = "event failed, a dependency is unavailable; retried until it is back"
+		}
+		log.Warn(what, "error", err, "retryIn", delay)
 		if nerr := msg.NakWithDelay(delay); nerr != nil {
 			log.Warn("nak failed; redelivery after the ack wait", "error", nerr)
 		}

@@ -3,10 +3,13 @@ package events_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,7 +135,7 @@ func TestConsumerAcksOnSuccess(t *testing.T) {
 	}
 }
 
-func TestConsumerRetriesTransientErrorWithBackoff(t *testing.T) {
+func TestConsumerRetriesAFailureWithBackoff(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
 	pub := events.NewPublisher(js, testkit.Logger(t))
@@ -348,16 +351,70 @@ func TestConsumerRetriesAFailedDeadLetterMove(t *testing.T) {
 	})
 	testkit.Must(t, events.EnsureStream(ctx, js), "recreate the dead-letter stream")
 
-	// The spare delivery moves it without calling the handler again.
-	waitFor(t, 10*time.Second, "the event dead-lettered on the spare delivery", func() bool {
+	// The message comes back: the handler runs again (it might work by
+	// now), fails, and the move succeeds with the last error as reason.
+	waitFor(t, 10*time.Second, "the event dead-lettered on a later delivery", func() bool {
 		return streamMsgs(t, js, events.DLQStream) == 1 && allAcked(t, js, cfg.Name)
 	})
-	if n := len(rec.callsFor(ev.ID)); n != 2 {
-		t.Errorf("handler called %d times, want MaxDeliver = 2", n)
+	n := len(rec.callsFor(ev.ID))
+	if n < 3 {
+		t.Errorf("handler called %d times, want the 2 failing deliveries and at least one after the failed move", n)
 	}
 	m := dlqMessage(t, js, cfg.Name)
-	if m.Header.Get(events.HeaderDLQDeliveries) != "3" || !strings.Contains(m.Header.Get(events.HeaderDLQReason), "failed 2 deliveries") {
-		t.Errorf("dead letter headers %v: want delivery 3 and the reason", m.Header)
+	if m.Header.Get(events.HeaderDLQDeliveries) != strconv.Itoa(n) || !strings.Contains(m.Header.Get(events.HeaderDLQReason), "always failing") {
+		t.Errorf("dead letter headers %v: want delivery %d and the last error as reason", m.Header, n)
+	}
+}
+
+// TestConsumerOutlastsAnOutage: Transient failures (the handler's database
+// is down) are retried past MaxDeliver and never dead-letter the event; it
+// is applied once the database is back. In batches too.
+func TestConsumerOutlastsAnOutage(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	pub := events.NewPublisher(js, testkit.Logger(t))
+	var down atomic.Bool
+	down.Store(true)
+	rec := &recorder{fail: func(int, events.Envelope) error {
+		if down.Load() {
+			return events.Transient(errors.New("server selection timeout"))
+		}
+		return nil
+	}}
+	batches := atomic.Int32{}
+	cfg := events.ConsumerConfig{Name: "test-outage", MaxDeliver: 2, Backoff: []time.Duration{20 * time.Millisecond},
+		Batch: func(_ context.Context, es []events.Envelope) error {
+			batches.Add(1)
+			if down.Load() {
+				return events.Transient(errors.New("server selection timeout"))
+			}
+			return nil
+		}}
+	start(t, js, cfg, rec.handle)
+
+	var evs []events.Event
+	for i := range 5 {
+		ev := newEvent(t, fmt.Sprint("d", i))
+		testkit.Must(t, pub.PublishEvent(context.Background(), ev), "publish")
+		evs = append(evs, ev)
+	}
+	waitFor(t, 10*time.Second, "every event tried well past MaxDeliver", func() bool {
+		for _, ev := range evs {
+			if len(rec.callsFor(ev.ID)) < 6 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := streamMsgs(t, js, events.DLQStream); n != 0 {
+		t.Fatalf("%d events dead-lettered during an outage, want none", n)
+	}
+	down.Store(false)
+	waitFor(t, 10*time.Second, "every event applied once the database is back", func() bool {
+		return allAcked(t, js, cfg.Name)
+	})
+	if n := streamMsgs(t, js, events.DLQStream); n != 0 {
+		t.Errorf("%d events dead-lettered, want none", n)
 	}
 }
 

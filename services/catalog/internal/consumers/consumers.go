@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/mongox"
 )
 
 // Store is what the handlers change.
@@ -33,9 +34,9 @@ func Start(ctx context.Context, js jetstream.JetStream, store Store, log *slog.L
 	}{
 		// A burst of tag deletions (a category with many tags, a clean-up in
 		// the back-office) is applied in batches: one write for many events.
-		{events.ConsumerConfig{Name: "catalog-tag-deleted", Subjects: []string{events.TagDeleted}, Batch: h.tagsDeleted}, h.tagDeleted},
-		{events.ConsumerConfig{Name: "catalog-category-deleted", Subjects: []string{events.CategoryDeleted}, Batch: h.categoriesDeleted}, h.categoryDeleted},
-		{events.ConsumerConfig{Name: "catalog-media-deleted", Subjects: []string{events.MediaDeleted}}, h.mediaDeleted},
+		{events.ConsumerConfig{Name: "catalog-tag-deleted", Subjects: []string{events.TagDeleted}, Batch: outages(h.tagsDeleted)}, outage(h.tagDeleted)},
+		{events.ConsumerConfig{Name: "catalog-category-deleted", Subjects: []string{events.CategoryDeleted}, Batch: outages(h.categoriesDeleted)}, outage(h.categoryDeleted)},
+		{events.ConsumerConfig{Name: "catalog-media-deleted", Subjects: []string{events.MediaDeleted}}, outage(h.mediaDeleted)},
 	}
 	var running []*events.Consumer
 	stopAll := func(ctx context.Context) error {
@@ -54,6 +55,24 @@ func Start(ctx context.Context, js jetstream.JetStream, store Store, log *slog.L
 		running = append(running, c)
 	}
 	return stopAll, nil
+}
+
+// outage and outages mark a store error that means MongoDB could not be
+// reached as Transient: the event waits for the database for as long as it
+// is down, instead of moving towards dead-letter after MaxDeliver attempts.
+func outage(fn events.Handler) events.Handler {
+	return func(ctx context.Context, e events.Envelope) error { return transient(fn(ctx, e)) }
+}
+
+func outages(fn events.BatchHandler) events.BatchHandler {
+	return func(ctx context.Context, es []events.Envelope) error { return transient(fn(ctx, es)) }
+}
+
+func transient(err error) error {
+	if err != nil && !events.IsPermanent(err) && mongox.IsUnavailable(err) {
+		return events.Transient(err)
+	}
+	return err
 }
 
 type handlers struct {

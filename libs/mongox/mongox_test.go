@@ -1,0 +1,38 @@
+package mongox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// IsUnavailable tells "the database could not be reached" (503, an event
+// retried until it is back) from a refused command.
+func TestIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	down, err := mongox.Connect("mongodb://127.0.0.1:1/")
+	testkit.Must(t, err, "connect")
+	defer down.Disconnect(ctx)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = down.Database("x").Collection("y").FindOne(short, bson.M{}).Err()
+	if err == nil || !mongox.IsUnavailable(err) {
+		t.Errorf("error from an unreachable server %v: IsUnavailable = false, want true", err)
+	}
+
+	coll := testkit.Mongo(t).Collection("y")
+	_, err = coll.InsertOne(ctx, bson.M{"_id": 1})
+	testkit.Must(t, err, "insert")
+	_, err = coll.InsertOne(ctx, bson.M{"_id": 1})
+	if err == nil || mongox.IsUnavailable(err) || !mongox.IsDuplicateKey(err) {
+		t.Errorf("duplicate key %v: IsUnavailable = %v, IsDuplicateKey = %v; want false, true", err,
+			mongox.IsUnavailable(err), mongox.IsDuplicateKey(err))
+	}
+}
