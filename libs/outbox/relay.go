@@ -103,52 +103,29 @@ func (r *Relay) Nudge() {
 	}
 }
 
-// Run publishes until ctx ends, then returns nil. Failures are retried with
-// backoff and logged once per outage.
+// Run publishes until ctx ends, then makes one last pass (unless
+// publishing was failing) and returns nil. Failures are retried with
+// backoff and logged once per outage. The AfterPublish hook runs in its
+// own goroutine, one run at a time, so a slow hook (a sweep waiting on an
+// unreachable object store) never holds up publishing.
 func (r *Relay) Run(ctx context.Context) error {
 	r.log.Info("outbox relay started", "collections", len(r.colls), "interval", r.cfg.Interval)
 	var (
 		failures     int
 		failingSince time.Time
-		// Pending from the start: a previous process may have stopped
-		// between a removal and its sweep.
-		afterPending = r.cfg.AfterPublish != nil
-		afterFailing bool
-		afterRan     time.Time
+		hook         = r.newHookRunner()
 	)
 	for {
 		removed, more, err := r.pass(ctx)
 		if ctx.Err() != nil {
-			r.log.Info("outbox relay stopped")
-			return nil
+			break
 		}
-		if removed > 0 && r.cfg.AfterPublish != nil {
-			afterPending = true
+		if removed > 0 {
+			hook.pending()
 		}
-		afterDue := time.Duration(0)
-		if afterPending {
-			afterDue = r.cfg.AfterEvery - time.Since(afterRan)
-		}
-		if afterPending && afterDue <= 0 {
-			// A failing hook does not slow publishing down: it is retried
-			// after the following passes until it succeeds, and logged once.
-			afterRan, afterDue = time.Now(), 0
-			switch aerr := r.cfg.AfterPublish(ctx); {
-			case aerr != nil && !afterFailing:
-				afterFailing = true
-				r.log.Warn("outbox after-publish hook failed; retried after the next passes", "error", aerr, "every", r.cfg.AfterEvery)
-			case aerr == nil:
-				if afterFailing {
-					r.log.Info("outbox after-publish hook recovered")
-				}
-				afterPending, afterFailing = false, false
-			}
-		}
+		hook.startIfDue(ctx)
 
-		wait := r.cfg.Interval
-		if afterPending && afterDue > 0 && afterDue < wait {
-			wait = afterDue // the hook is due before the next poll
-		}
+		wait := min(r.cfg.Interval, hook.dueIn())
 		switch {
 		case err != nil:
 			failures++
@@ -175,13 +152,98 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			timer.Stop()
-			r.log.Info("outbox relay stopped")
-			return nil
 		case <-timer.C:
 		case <-nudge:
-			timer.Stop()
+		case herr := <-hook.done:
+			hook.finished(herr)
 		}
+		timer.Stop()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	hook.wait()
+	if failures == 0 {
+		// Events recorded by requests that finished just before the stop
+		// leave now rather than at the next start.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
+		if _, _, err := r.pass(fctx); err != nil {
+			r.log.Warn("outbox relay's last pass failed; the entries wait for the next start or another replica", "error", err)
+		}
+		cancel()
+	}
+	r.log.Info("outbox relay stopped")
+	return nil
+}
+
+// hookRunner runs the AfterPublish hook in its own goroutine, at most once
+// per AfterEvery and one run at a time, until a run succeeds after the
+// last removal.
+type hookRunner struct {
+	r       *Relay
+	done    chan error // a run's result; nil channel when there is no hook
+	running bool
+	ranAt   time.Time
+	// gen counts removals; a run that succeeds clears the work up to the
+	// generation it started at.
+	gen, startedAt, doneGen int
+	failing                 bool
+}
+
+func (r *Relay) newHookRunner() *hookRunner {
+	h := &hookRunner{r: r}
+	if r.cfg.AfterPublish != nil {
+		h.done = make(chan error, 1)
+		// Pending from the start: a previous process may have stopped
+		// between a removal and its sweep.
+		h.gen = 1
+	}
+	return h
+}
+
+func (h *hookRunner) pending() {
+	if h.done != nil {
+		h.gen++
+	}
+}
+
+// dueIn is how long until the hook should run next (Interval if nothing
+// is pending).
+func (h *hookRunner) dueIn() time.Duration {
+	if h.done == nil || h.running || h.doneGen == h.gen {
+		return h.r.cfg.Interval
+	}
+	return max(h.r.cfg.AfterEvery-time.Since(h.ranAt), time.Millisecond)
+}
+
+func (h *hookRunner) startIfDue(ctx context.Context) {
+	if h.done == nil || h.running || h.doneGen == h.gen || time.Since(h.ranAt) < h.r.cfg.AfterEvery {
+		return
+	}
+	h.running, h.ranAt, h.startedAt = true, time.Now(), h.gen
+	go func() { h.done <- h.r.cfg.AfterPublish(ctx) }()
+}
+
+// finished records a run's result; a failure is retried after the
+// following passes and logged once.
+func (h *hookRunner) finished(err error) {
+	h.running = false
+	switch {
+	case err != nil && !h.failing:
+		h.failing = true
+		h.r.log.Warn("outbox after-publish hook failed; retried after the next passes", "error", err, "every", h.r.cfg.AfterEvery)
+	case err == nil:
+		if h.failing {
+			h.r.log.Info("outbox after-publish hook recovered")
+		}
+		h.failing, h.doneGen = false, h.startedAt
+	}
+}
+
+// wait lets a running hook finish (its context has ended).
+func (h *hookRunner) wait() {
+	if h.running {
+		h.finished(<-h.done)
 	}
 }
 
@@ -325,13 +387,19 @@ func ordered(box map[string]Entry) []string {
 	return ids
 }
 
-// Start runs the relay in its own goroutine until ctx ends; wait blocks
-// until it has stopped.
-func (r *Relay) Start(ctx context.Context) (wait func()) {
+// Start runs the relay in its own goroutine until stop is called; stop
+// ends it after one last pass and waits for it. Call stop once the HTTP
+// server has finished its in-flight requests, so the events they recorded
+// leave now rather than at the next start.
+func (r *Relay) Start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = r.Run(ctx)
 	}()
-	return func() { <-done }
+	return func() {
+		cancel()
+		<-done
+	}
 }

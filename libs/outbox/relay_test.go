@@ -452,3 +452,54 @@ func TestRelayRunsAfterPublishAtMostOncePerAfterEvery(t *testing.T) {
 		}
 	}
 }
+
+// A slow hook (a sweep waiting on an unreachable object store) does not
+// hold up publishing.
+func TestRelayPublishesWhileTheHookIsSlow(t *testing.T) {
+	t.Parallel()
+	coll := collection(t)
+	js := connect(t, testkit.NATS(t).ClientURL())
+	release := make(chan struct{})
+	var calls atomic.Int64
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t), outbox.RelayConfig{
+		Interval: time.Hour, AfterEvery: time.Millisecond,
+		AfterPublish: func(ctx context.Context) error {
+			calls.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		},
+	}, coll)
+	stop := run(t, relay)
+	defer func() { close(release); stop() }()
+	waitFor(t, 5*time.Second, "the hook running (pending from the start)", func() bool { return calls.Load() == 1 })
+	addEvents(t, context.Background(), coll, "a", 1)
+	relay.Nudge()
+	start := time.Now()
+	waitFor(t, 5*time.Second, "the entry published while the hook hangs", func() bool { return allPublished(t, coll) })
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("published %v after the nudge, want well under a second", d)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("hook started %d times while one run hangs, want 1", n)
+	}
+}
+
+// Stopping makes one last pass: what requests recorded just before the
+// stop leaves now, not at the next start.
+func TestRelayMakesALastPassWhenStopped(t *testing.T) {
+	t.Parallel()
+	coll := collection(t)
+	js := connect(t, testkit.NATS(t).ClientURL())
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t),
+		outbox.RelayConfig{Interval: time.Hour}, coll)
+	stop := relay.Start()
+	time.Sleep(100 * time.Millisecond) // the first pass is done; the next poll is an hour away
+	addEvents(t, context.Background(), coll, "a", 2)
+	stop()
+	if !allPublished(t, coll) || len(streamMsgIDs(t, js)) != 2 {
+		t.Errorf("after stop: entries left %v, stream %v", pendingOf(t, coll), streamMsgIDs(t, js))
+	}
+}

@@ -89,7 +89,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log, outbox.RelayConfig{}, store.Documents())
-	waitRelay := relay.Start(ctx)
+	// Stopped at return, after the HTTP server's in-flight requests (and,
+	// deferred after p.Close, before NATS and MongoDB close).
+	stopRelay := relay.Start()
+	defer stopRelay()
 	stopConsumers, err := consumers.Start(ctx, p.JS, store, log)
 	if err != nil {
 		return err
@@ -109,9 +112,9 @@ func run(ctx context.Context) error {
 	httpapi.New(svc, store, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	// In-flight requests are done: stop taking events, then let the relay finish.
+	// In-flight requests are done: stop taking events (the relay stops at
+	// return, with a last pass).
 	shutdown.Do(log, "consumers", stopConsumers)
 	waitSettling()
-	waitRelay()
 	return err
 }

@@ -126,7 +126,10 @@ func run(ctx context.Context) error {
 	// then Sweep removes the object and the record.
 	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log,
 		outbox.RelayConfig{AfterPublish: svc.Sweep}, store.Collection())
-	waitRelay := relay.Start(ctx)
+	// Stopped at return, after the HTTP server's in-flight requests (and,
+	// deferred after p.Close, before NATS and MongoDB close).
+	stopRelay := relay.Start()
+	defer stopRelay()
 
 	health := p.Health(map[string]httpx.Check{"s3": blobs.Ready})
 	engine := httpx.NewEngine(service, log)
@@ -135,7 +138,6 @@ func run(ctx context.Context) error {
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	waitSweep()
-	waitRelay()
 	return err
 }
 

@@ -78,7 +78,10 @@ func run(ctx context.Context) error {
 	categories, tags := store.Collections()
 	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log,
 		outbox.RelayConfig{AfterPublish: store.Sweep}, categories, tags)
-	waitRelay := relay.Start(ctx)
+	// Stopped at return, after the HTTP server's in-flight requests (and,
+	// deferred after p.Close, before NATS and MongoDB close).
+	stopRelay := relay.Start()
+	defer stopRelay()
 
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
@@ -86,6 +89,5 @@ func run(ctx context.Context) error {
 	httpapi.New(tag.NewService(store), relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	waitRelay()
 	return err
 }
