@@ -161,3 +161,23 @@ func TestWritesRacingATagDeletionDoNotKeepIt(t *testing.T) {
 		})
 	}
 }
+
+// TestLateDeletionSparesATagCreatedAnew: tag a is deleted while NATS is
+// down, created again and put on a new document; when the old deletion's
+// event finally arrives, it takes a off the old document only.
+func TestLateDeletionSparesATagCreatedAnew(t *testing.T) {
+	st := NewStack(t, nil)
+	old := tagged(st, "c", "a", "b")
+	st.StopNATS()
+	st.Must("DELETE", "/bo/tags/a", nil, 204)
+	time.Sleep(50 * time.Millisecond) // the two clocks are the same here; the new tag must be visibly newer
+	st.Must("POST", "/bo/tags", `{"id":"a","name":"a2","categoryId":"c"}`, 201)
+	var d docJSON
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "New", "url": "https://y.org", "tagsIds": []string{"a"}}, 201).JSON(t, &d)
+	st.StartNATS()
+	Eventually(t, 30*time.Second, "the old a leaves the old document", func() bool { return publicTags(st, old) == "b" })
+	time.Sleep(500 * time.Millisecond)
+	if got := publicTags(st, d.ID); got != "a" {
+		t.Errorf("the document tagged with the new a has %q: the old tag's deletion took it", got)
+	}
+}

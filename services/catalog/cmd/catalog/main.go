@@ -93,7 +93,8 @@ func run(ctx context.Context) error {
 	// deferred after p.Close, before NATS and MongoDB close).
 	stopRelay := relay.Start()
 	defer stopRelay()
-	stopConsumers, err := consumers.Start(ctx, p.JS, store, log)
+	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
+	stopConsumers, err := consumers.Start(ctx, p.JS, store, refs, log)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func run(ctx context.Context) error {
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
-	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL), log)
+	svc := document.NewService(store, refs, log)
 	waitSettling := periodic.Start(ctx, log, "settling document references", settleInterval, func(ctx context.Context) error {
 		n, err := svc.SettleUnsettled(ctx, settleInterval)
 		if n > 0 {

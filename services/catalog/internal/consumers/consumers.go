@@ -12,22 +12,32 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/services/catalog/internal/document"
 )
 
 // Store is what the handlers change.
 type Store interface {
 	RemoveTags(ctx context.Context, tagIDs []string) (int64, error)
+	// RemoveTagWrittenBefore takes the tag out of the documents last
+	// written before the given time.
+	RemoveTagWrittenBefore(ctx context.Context, tagID string, before time.Time) (int64, error)
 	DropMedia(ctx context.Context, mediaID string) (dropped int64, live []string, err error)
 }
 
+// Taxonomy tells which tags exist now, and since when.
+type Taxonomy interface {
+	LiveTags(ctx context.Context, ids []string) (map[string]time.Time, error)
+}
+
 // Start runs the catalog's three durable consumers until Stop.
-func Start(ctx context.Context, js jetstream.JetStream, store Store, log *slog.Logger) (stop func(context.Context) error, err error) {
-	h := handlers{store: store, log: log}
+func Start(ctx context.Context, js jetstream.JetStream, store Store, taxonomy Taxonomy, log *slog.Logger) (stop func(context.Context) error, err error) {
+	h := handlers{store: store, taxonomy: taxonomy, log: log}
 	specs := []struct {
 		cfg events.ConsumerConfig
 		fn  events.Handler
@@ -69,15 +79,54 @@ func outages(fn events.BatchHandler) events.BatchHandler {
 }
 
 func transient(err error) error {
-	if err != nil && !events.IsPermanent(err) && mongox.IsUnavailable(err) {
+	var unavailable *document.UnavailableError
+	if err != nil && !events.IsPermanent(err) && (mongox.IsUnavailable(err) || errors.As(err, &unavailable)) {
 		return events.Transient(err)
 	}
 	return err
 }
 
 type handlers struct {
-	store Store
-	log   *slog.Logger
+	store    Store
+	taxonomy Taxonomy
+	log      *slog.Logger
+}
+
+// removeTags applies the deletion of tags. A tag id can be created anew
+// after its deletion and before the deletion's event is applied here (a
+// broker or catalog outage, a redelivery): documents written since then
+// were checked against the new tag and keep it; only those last written
+// before it existed lose the id. The times come from two clocks (taxonomy's
+// createdAt, catalog's updatedAt), so a document written within their skew
+// of the re-creation may be judged wrongly.
+func (h handlers) removeTags(ctx context.Context, ids []string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	live, err := h.taxonomy.LiveTags(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	gone := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if _, ok := live[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	n, err := h.store.RemoveTags(ctx, gone)
+	if err != nil {
+		return n, err
+	}
+	for id, since := range live {
+		m, err := h.store.RemoveTagWrittenBefore(ctx, id, since)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		h.log.InfoContext(ctx, "tag id created anew since its deletion: only documents written before that lose it",
+			"tag_id", id, "created_at", since, "documents", m)
+	}
+	return n, nil
 }
 
 // decode reads e's data into v; data that does not decode, or lacks the id
@@ -97,7 +146,7 @@ func (h handlers) tagDeleted(ctx context.Context, e events.Envelope) error {
 	if err := decode(e, &d, func() string { return d.TagID }); err != nil {
 		return err
 	}
-	n, err := h.store.RemoveTags(ctx, []string{d.TagID})
+	n, err := h.removeTags(ctx, []string{d.TagID})
 	if err == nil {
 		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", d.TagID, "documents", n)
 	}
@@ -116,7 +165,7 @@ func (h handlers) tagsDeleted(ctx context.Context, es []events.Envelope) error {
 		}
 		ids = append(ids, d.TagID)
 	}
-	n, err := h.store.RemoveTags(ctx, ids)
+	n, err := h.removeTags(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -137,7 +186,7 @@ func (h handlers) categoriesDeleted(ctx context.Context, es []events.Envelope) e
 		}
 		ids = append(ids, d.TagsIDs...)
 	}
-	n, err := h.store.RemoveTags(ctx, ids)
+	n, err := h.removeTags(ctx, ids)
 	if err == nil {
 		h.log.InfoContext(ctx, "events applied: categories' tags removed from documents", "events", len(es), "documents", n)
 	}
@@ -151,7 +200,7 @@ func (h handlers) categoryDeleted(ctx context.Context, e events.Envelope) error 
 	}
 	// Each tag also has its own event; removing them here too makes the
 	// category event enough on its own, and is harmless twice.
-	n, err := h.store.RemoveTags(ctx, d.TagsIDs)
+	n, err := h.removeTags(ctx, d.TagsIDs)
 	if err == nil {
 		h.log.InfoContext(ctx, "event applied: category's tags removed from documents", "event_id", e.ID, "category_id", d.CategoryID, "documents", n)
 	}

@@ -40,7 +40,8 @@ func New(taxonomy, media *url.URL) *Client {
 }
 
 type tagDTO struct {
-	ID string `json:"id"`
+	ID        string `json:"id"`
+	CreatedAt string `json:"createdAt"`
 }
 
 type mediaDTO struct {
@@ -52,13 +53,31 @@ type mediaDTO struct {
 
 // Tags implements document.References.
 func (c *Client) Tags(ctx context.Context, ids []string) (map[string]bool, error) {
+	live, err := c.LiveTags(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(live))
+	for id := range live {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// LiveTags returns the tags among ids that exist, with when each was
+// created.
+func (c *Client) LiveTags(ctx context.Context, ids []string) (map[string]time.Time, error) {
 	var tags []tagDTO
 	if err := c.lookup(ctx, "taxonomy service", c.taxonomy, "/internal/tags", ids, &tags); err != nil {
 		return nil, err
 	}
-	out := make(map[string]bool, len(tags))
+	out := make(map[string]time.Time, len(tags))
 	for _, t := range tags {
-		out[t.ID] = true
+		at, err := time.Parse(time.RFC3339Nano, t.CreatedAt)
+		if err != nil {
+			return nil, &document.UnavailableError{Service: "taxonomy service", Err: fmt.Errorf("tag %s createdAt: %w", t.ID, err)}
+		}
+		out[t.ID] = at
 	}
 	return out, nil
 }

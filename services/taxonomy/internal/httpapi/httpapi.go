@@ -168,9 +168,11 @@ func (h *Handler) lookupTags(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out := make([]publicTag, len(tags))
+	// With the times: the catalog tells a tag created anew under an id
+	// from the deleted one by its createdAt.
+	out := make([]adminTag, len(tags))
 	for i, t := range tags {
-		out[i] = toPublicTag(t)
+		out[i] = toAdminTag(t)
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -360,6 +360,20 @@ func (s *Store) RemoveTags(ctx context.Context, tagIDs []string) (int64, error) 
 	return 0, nil
 }
 
+// RemoveTagWrittenBefore implements consumers.Store: like RemoveTags, for
+// one tag and only in documents whose updatedAt is before the given time.
+func (s *Store) RemoveTagWrittenBefore(ctx context.Context, tagID string, before time.Time) (int64, error) {
+	res, err := s.docs.UpdateMany(ctx, bson.M{"tagsIds": tagID, "updatedAt": bson.M{"$lt": before}},
+		bson.M{"$pullAll": bson.M{"tagsIds": []string{tagID}}})
+	if err != nil {
+		return 0, err
+	}
+	if res.ModifiedCount > 0 {
+		return res.ModifiedCount, s.bump(ctx)
+	}
+	return 0, nil
+}
+
 // DropMedia removes references to a deleted media from every document.
 // Normally only deleted documents have any: the media service refuses to
 // delete a media that a live document uses. A write that raced the deletion

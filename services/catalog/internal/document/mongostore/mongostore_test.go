@@ -249,3 +249,16 @@ func TestWritesAreUnsettledUntilSettled(t *testing.T) {
 	}
 	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "never-written", At: t0}, []string{"x"}, nil), "Settle of a missing document")
 }
+
+func TestRemoveTagWrittenBefore(t *testing.T) {
+	s, ctx := newStore(t)
+	testkit.Must(t, s.Insert(ctx, md("old", t0, "a", "b")), "insert")
+	testkit.Must(t, s.Insert(ctx, md("new", t0.Add(time.Minute), "a")), "insert")
+	n, err := s.RemoveTagWrittenBefore(ctx, "a", t0.Add(time.Second))
+	testkit.Must(t, err, "RemoveTagWrittenBefore")
+	o, _ := s.Get(ctx, "old")
+	nw, _ := s.Get(ctx, "new")
+	if n != 1 || strings.Join(o.TagsIDs, ",") != "b" || strings.Join(nw.TagsIDs, ",") != "a" {
+		t.Errorf("removed %d: old %v, new %v; want a gone from old only", n, o.TagsIDs, nw.TagsIDs)
+	}
+}
