@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -78,8 +79,13 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 		d.Content = in.Content
 		if d.Type == HTML {
 			d.Content = sanitize(in.Content)
-			if strings.TrimSpace(in.Content) != "" && strings.TrimSpace(d.Content) == "" {
+			switch {
+			case strings.TrimSpace(in.Content) != "" && strings.TrimSpace(d.Content) == "":
 				errs.Add("content", "has nothing left once unsafe HTML (scripts, event handlers, frames) is removed")
+			case len(in.Content) <= MaxContent && len(d.Content) > MaxContent:
+				// Sanitising adds attributes and escapes: the stored text,
+				// sent back in a PATCH, must fit the limit too.
+				errs.Add("content", "must be at most %d bytes once sanitised (got %d)", MaxContent, len(d.Content))
 			}
 		}
 		d.Sources = orEmpty(in.Sources)
@@ -104,13 +110,13 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 	// Reference checks only when the lists are within bounds, so a huge
 	// list is refused without asking other services.
 	if len(d.TagsIDs) > 0 && len(d.TagsIDs) <= MaxTags {
-		found, err := refs.Tags(ctx, d.TagsIDs)
+		found, err := refs.Tags(ctx, askable(d.TagsIDs))
 		if err != nil {
 			return Document{}, err
 		}
 		for i, id := range d.TagsIDs {
 			if !found[id] {
-				errs.Add(fmt.Sprintf("tagsIds[%d]", i), "unknown tag '%s'", id)
+				errs.Add(fmt.Sprintf("tagsIds[%d]", i), "unknown tag '%s'", clip(id))
 			}
 		}
 	}
@@ -122,16 +128,16 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 		mediaIDs = append(mediaIDs, d.ImagesIDs...)
 	}
 	if len(mediaIDs) > 0 {
-		medias, err := refs.Medias(ctx, mediaIDs)
+		medias, err := refs.Medias(ctx, askable(mediaIDs))
 		if err != nil {
 			return Document{}, err
 		}
 		if d.Type == PDF && in.FileID != "" {
 			switch m, ok := medias[in.FileID]; {
 			case !ok:
-				errs.Add("fileId", "unknown media '%s'", in.FileID)
+				errs.Add("fileId", "unknown media '%s'", clip(in.FileID))
 			case m.Deleting:
-				errs.Add("fileId", "media '%s' is being deleted", in.FileID)
+				errs.Add("fileId", "media '%s' is being deleted", clip(in.FileID))
 			case m.MimeType != PDFMimeType:
 				errs.Add("fileId", "media '%s' is %s, not a PDF", in.FileID, m.MimeType)
 			default:
@@ -142,9 +148,9 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 			for i, id := range d.ImagesIDs {
 				switch m, ok := medias[id]; {
 				case !ok:
-					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "unknown media '%s'", id)
+					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "unknown media '%s'", clip(id))
 				case m.Deleting:
-					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is being deleted", id)
+					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is being deleted", clip(id))
 				case !strings.HasPrefix(m.MimeType, imageMimeType):
 					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is %s, not an image", id, m.MimeType)
 				}
@@ -155,6 +161,31 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 		return Document{}, err
 	}
 	return d, nil
+}
+
+// MaxRefIDLen bounds the ids worth asking about: a tag id is at most 64
+// characters (the taxonomy's id rule) and a media id 22. A longer one is
+// unknown without a lookup, so a huge id is a 422 and never a lookup the
+// other service must refuse (which would read as that service failing).
+const MaxRefIDLen = 64
+
+// askable returns the ids that may exist.
+func askable(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if len(id) <= MaxRefIDLen {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// clip shortens an id quoted in an error message.
+func clip(id string) string {
+	if len(id) <= MaxRefIDLen {
+		return id
+	}
+	return strings.ToValidUTF8(id[:MaxRefIDLen], "") + "…"
 }
 
 // checkURL returns why u is not an acceptable LINK url, or "".
@@ -174,6 +205,11 @@ func checkURL(u string) string {
 	}
 	if p.Hostname() == "" {
 		return "must name a host"
+	}
+	if port := p.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("must have a port from 1 to 65535 (got '%s')", port)
+		}
 	}
 	if p.User != nil {
 		return "must not carry a user name or password"

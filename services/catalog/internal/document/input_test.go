@@ -93,6 +93,13 @@ func TestCheckVariants(t *testing.T) {
 		{"file not a pdf", Input{Type: "PDF", Title: "T", FileID: "png"}, "fileId"},
 		{"image not an image", Input{Type: "HTML", Title: "T", Content: "x", ImagesIDs: []string{"png", "pdf"}}, "imagesIds[1]"},
 		{"everything at once", Input{Type: "LINK", Title: "", URL: "nope", TagsIDs: []string{"zz"}}, "title,url,tagsIds[0]"},
+		{"port out of range", Input{Type: "LINK", Title: "T", URL: "http://x.org:99999/"}, "url"},
+		{"port zero", Input{Type: "LINK", Title: "T", URL: "http://x.org:0/"}, "url"},
+		{"port ok", Input{Type: "LINK", Title: "T", URL: "http://x.org:8080/"}, ""},
+		{"sanitised content too big", Input{Type: "HTML", Title: "T",
+			Content: strings.Repeat(`<a href="http://a.b/">x</a>`, MaxContent/len(`<a href="http://a.b/">x</a>`))}, "content"},
+		{"huge tag id", Input{Type: "LINK", Title: "T", URL: "http://x.org", TagsIDs: []string{"t1", strings.Repeat("t", 1<<20)}}, "tagsIds[1]"},
+		{"huge media id", Input{Type: "PDF", Title: "T", FileID: strings.Repeat("m", 1<<20)}, "fileId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

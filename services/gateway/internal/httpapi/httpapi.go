@@ -109,7 +109,7 @@ func invalidate(cache *microcache.Cache) gin.HandlerFunc {
 
 func rateLimit(l *ratelimit.Limiter) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		ok, wait := l.Allow(c.ClientIP())
+		ok, wait := l.Allow(ratelimit.ClientKey(c.ClientIP()))
 		if ok {
 			c.Next()
 			return
@@ -138,8 +138,13 @@ func bodyRules(kind route.Kind, maxUpload int64) gin.HandlerFunc {
 				return
 			}
 		case route.Upload:
-			if !isMultipartForm(ct) {
+			mt, params, err := mime.ParseMediaType(ct)
+			switch {
+			case err != nil || mt != "multipart/form-data":
 				httpx.Fail(c, problem.UnsupportedMediaType("this route takes multipart/form-data with the file in the part named file"))
+				return
+			case params["boundary"] == "":
+				httpx.Fail(c, problem.BadRequest("the multipart/form-data Content-Type has no boundary parameter"))
 				return
 			}
 		}
@@ -151,9 +156,4 @@ func bodyRules(kind route.Kind, maxUpload int64) gin.HandlerFunc {
 		c.Request = r
 		c.Next()
 	}
-}
-
-func isMultipartForm(ct string) bool {
-	mt, params, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "multipart/form-data" && params["boundary"] != ""
 }

@@ -221,6 +221,11 @@ func TestBodyRules(t *testing.T) {
 		res := h.do(t, "POST", "/bo/medias", token1, "application/json", strings.NewReader(`{}`))
 		wantProblem(t, res, http.StatusUnsupportedMediaType, "unsupported_media_type")
 	})
+	t.Run("upload without a multipart boundary is 400", func(t *testing.T) {
+		t.Parallel()
+		res := h.do(t, "POST", "/bo/medias", token1, "multipart/form-data", strings.NewReader(`garbage`))
+		wantProblem(t, res, http.StatusBadRequest, "bad_request")
+	})
 	t.Run("JSON body at the limit passes", func(t *testing.T) {
 		t.Parallel()
 		res := h.do(t, "POST", "/bo/documents", token1, "application/json",

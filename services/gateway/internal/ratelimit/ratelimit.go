@@ -5,6 +5,7 @@ package ratelimit
 
 import (
 	"math"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -104,4 +105,21 @@ func (l *Limiter) evictOne() {
 		delete(l.clients, k)
 		return
 	}
+}
+
+// ClientKey is the key of a client address: an IPv4 address as it is, an
+// IPv6 address by its /64, because one IPv6 client (a home, a phone) is
+// usually handed a whole /64 and could otherwise take a fresh address, and
+// a fresh bucket, for every request. Anything that does not parse is its
+// own key.
+func ClientKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }

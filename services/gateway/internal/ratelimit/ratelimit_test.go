@@ -62,3 +62,19 @@ func TestRetryAfterSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestClientKey(t *testing.T) {
+	for ip, want := range map[string]string{
+		"203.0.113.7":          "203.0.113.7",
+		"::ffff:203.0.113.7":   "203.0.113.7",
+		"2001:db8::1":          "2001:db8::/64",
+		"2001:db8::abcd:1:2:3": "2001:db8::/64",
+		"2001:db8:0:1::1":      "2001:db8:0:1::/64",
+		"fe80::1%eth0":         "fe80::/64",
+		"not an address":       "not an address",
+	} {
+		if got := ClientKey(ip); got != want {
+			t.Errorf("ClientKey(%q) = %q, want %q", ip, got, want)
+		}
+	}
+}
