@@ -112,14 +112,33 @@ func waitFor(ctx context.Context, p *Process, ok func() bool) error {
 	}
 }
 
-// FreeAddr returns a loopback address with a port nobody listens on now.
+// handedOut holds the addresses FreeAddr returned: the kernel may hand the
+// same free port out twice before the first taker binds it, and two
+// servers of one test would then share an address (one fails to start,
+// and its clients talk to the other).
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
+// FreeAddr returns a loopback address with a port nobody listens on now,
+// never one it returned before in this process.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", errors.New("no loopback port that was not handed out already")
 }
 
 // CheckFree returns an error naming addr when something already listens there.

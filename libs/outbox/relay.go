@@ -310,7 +310,9 @@ func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed i
 		d := &docs[i]
 		if len(d.Outbox) == 0 {
 			if err := r.repairCount(ctx, coll, *d); err != nil {
-				return 0, false, err
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
 			}
 			continue
 		}
