@@ -142,7 +142,14 @@ func (r *Relay) Run(ctx context.Context) error {
 			failures = 0
 		}
 		if err == nil && more {
-			continue // a full batch: there may be more right away
+			// A full batch: there may be more right away. A finished hook
+			// is collected, so it can run again during a long backlog.
+			select {
+			case herr := <-hook.done:
+				hook.finished(herr)
+			default:
+			}
+			continue
 		}
 
 		timer := time.NewTimer(wait)

@@ -503,3 +503,32 @@ func TestRelayMakesALastPassWhenStopped(t *testing.T) {
 		t.Errorf("after stop: entries left %v, stream %v", pendingOf(t, coll), streamMsgIDs(t, js))
 	}
 }
+
+// While the relay drains a backlog (full batch after full batch), the hook
+// keeps running, at most once per AfterEvery.
+func TestRelayRunsTheHookDuringABacklog(t *testing.T) {
+	t.Parallel()
+	coll := collection(t)
+	js := connect(t, testkit.NATS(t).ClientURL())
+	for i := range 40 {
+		addEvents(t, context.Background(), coll, fmt.Sprintf("d%d", i), 1)
+	}
+	var calls atomic.Int64
+	relay := outbox.NewRelay(events.NewPublisher(js, testkit.Logger(t)), testkit.Logger(t), outbox.RelayConfig{
+		Interval: time.Hour, BatchSize: 1, AfterEvery: time.Millisecond,
+		AfterPublish: func(context.Context) error { calls.Add(1); return nil },
+	}, coll)
+	var during int64
+	stop := run(t, relay)
+	waitFor(t, 20*time.Second, "the backlog drained", func() bool {
+		if !allPublished(t, coll) {
+			during = calls.Load()
+			return false
+		}
+		return true
+	})
+	stop()
+	if during < 3 {
+		t.Errorf("hook ran %d times while 40 single-entry batches drained, want it to keep running", during)
+	}
+}

@@ -11,9 +11,10 @@ import (
 )
 
 // Start runs job every interval, each run bounded by interval, until ctx
-// ends; wait blocks until it has stopped. name says what the job does, in
-// the log.
-func Start(ctx context.Context, log *slog.Logger, name string, interval time.Duration, job func(context.Context) error) (wait func()) {
+// ends or stop is called; stop ends it and waits for a running job. name
+// says what the job does, in the log.
+func Start(ctx context.Context, log *slog.Logger, name string, interval time.Duration, job func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -41,5 +42,8 @@ func Start(ctx context.Context, log *slog.Logger, name string, interval time.Dur
 			}
 		}
 	}()
-	return func() { <-done }
+	return func() {
+		cancel()
+		<-done
+	}
 }

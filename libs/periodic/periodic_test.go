@@ -18,8 +18,7 @@ func TestFailuresAreLoggedOncePerOutage(t *testing.T) {
 	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var runs atomic.Int32
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := periodic.Start(ctx, log, "sweep", 5*time.Millisecond, func(ctx context.Context) error {
+	stop := periodic.Start(context.Background(), log, "sweep", 5*time.Millisecond, func(ctx context.Context) error {
 		if _, ok := ctx.Deadline(); !ok {
 			t.Error("a run without a deadline")
 		}
@@ -37,8 +36,7 @@ func TestFailuresAreLoggedOncePerOutage(t *testing.T) {
 	for runs.Load() < 7 {
 		time.Sleep(time.Millisecond)
 	}
-	cancel()
-	wait()
+	stop()
 	out := logs.String()
 	if n := strings.Count(out, "sweep failed"); n != 2 {
 		t.Errorf("%d failure lines, want one per outage (2):\n%s", n, out)
@@ -48,12 +46,13 @@ func TestFailuresAreLoggedOncePerOutage(t *testing.T) {
 	}
 }
 
-func TestStopsWhenTheContextEnds(t *testing.T) {
+func TestStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	wait := periodic.Start(ctx, slog.New(slog.DiscardHandler), "job", time.Hour, func(context.Context) error {
+	stop := periodic.Start(ctx, slog.New(slog.DiscardHandler), "job", time.Hour, func(context.Context) error {
 		t.Error("ran before its interval")
 		return nil
 	})
 	cancel()
-	wait()
+	stop() // returns although the context had ended already
+	periodic.Start(context.Background(), slog.New(slog.DiscardHandler), "job", time.Hour, func(context.Context) error { return nil })()
 }

@@ -103,19 +103,19 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
 	svc := document.NewService(store, refs, log)
-	waitSettling := periodic.Start(ctx, log, "settling document references", settleInterval, func(ctx context.Context) error {
+	stopSettling := periodic.Start(ctx, log, "settling document references", settleInterval, func(ctx context.Context) error {
 		n, err := svc.SettleUnsettled(ctx, settleInterval)
 		if n > 0 {
 			log.InfoContext(ctx, "document references settled in the background", "documents", n)
 		}
 		return err
 	})
+	defer stopSettling()
 	httpapi.New(svc, store, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	// In-flight requests are done: stop taking events (the relay stops at
 	// return, with a last pass).
 	shutdown.Do(log, "consumers", stopConsumers)
-	waitSettling()
 	return err
 }

@@ -117,7 +117,8 @@ func run(ctx context.Context) error {
 
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
 	// Several replicas may sweep at once: it is idempotent.
-	waitSweep := periodic.Start(ctx, log, "sweep", sweepEvery, svc.Sweep)
+	stopSweep := periodic.Start(ctx, log, "sweep", sweepEvery, svc.Sweep)
+	defer stopSweep()
 
 	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
 		return err
@@ -137,7 +138,6 @@ func run(ctx context.Context) error {
 	httpapi.New(svc, log, relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	waitSweep()
 	return err
 }
 
