@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -103,7 +104,9 @@ type ConsumerConfig struct {
 	// Subjects are the subjects the consumer receives.
 	Subjects []string
 	// MaxDeliver is how many deliveries a message may fail before it is
-	// moved to dead-letter (default 8); a Transient failure never moves it.
+	// moved to dead-letter (default 8). Transient failures do not count.
+	// The count is kept by this process: a restart starts it again, which
+	// only allows a failing message more attempts.
 	MaxDeliver int
 	// Backoff is the redelivery delay after the n-th failed delivery
 	// (Backoff[n-1], the last one repeated); default 1s, 2s, 5s, 10s, 30s,
@@ -182,6 +185,31 @@ type Consumer struct {
 	// worker takes them in batches.
 	inbox  chan jetstream.Msg
 	worker chan struct{} // closed when the worker has stopped
+
+	mu     sync.Mutex
+	failed map[uint64]int // stream sequence -> failed deliveries, Transient ones not counted
+}
+
+// maxTracked bounds failed: entries go when their message is acked or
+// dead-lettered here, but one acked by another replica would stay.
+const maxTracked = 10_000
+
+// fail counts a failed delivery of the message at seq and returns the count.
+func (c *Consumer) fail(seq uint64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed == nil || len(c.failed) >= maxTracked {
+		c.failed = map[uint64]int{} // forgetting only allows more attempts
+	}
+	c.failed[seq]++
+	return c.failed[seq]
+}
+
+// forget drops the count of a message that is done with.
+func (c *Consumer) forget(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.failed, seq)
 }
 
 // StartConsumer creates or updates the durable consumer cfg.Name and starts
@@ -190,12 +218,13 @@ type Consumer struct {
 // The consumer acks explicitly, after the handler returned nil. A failed
 // delivery is redelivered after cfg.Backoff. A message is moved to the
 // dead-letter subject dlq.<name> and terminated when it does not decode as
-// a CloudEvent, when the handler returns Permanent(err), or when a delivery
-// from the cfg.MaxDeliver-th on fails with an error that is not Transient;
-// a poison message therefore never holds up the others. The server
-// redelivers without limit: a message whose move to dead-letter failed
-// comes back and is tried again (the handler too), and a Transient outage
-// lasts as long as it lasts.
+// a CloudEvent, when the handler returns Permanent(err), or when it has
+// failed cfg.MaxDeliver deliveries not counting Transient ones; a poison
+// message therefore never holds up the others. The server redelivers
+// without limit: a message whose move to dead-letter failed comes back and
+// is tried again (the handler too), and a Transient outage lasts as long
+// as it lasts. (A message that kills the process, not a recovered panic,
+// would therefore come back after every restart.)
 func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig, h Handler, log *slog.Logger, opts ...Option) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -394,9 +423,15 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	span.SetAttributes(semconv.MessagingMessageID(env.ID))
 	log := c.log.With("eventId", env.ID, "subject", msg.Subject(), "delivery", md.NumDelivered)
 
+	seq := md.Sequence.Stream
 	err = c.apply(ctx, env)
+	var failures int
+	if err != nil && !IsTransient(err) && !IsPermanent(err) {
+		failures = c.fail(seq)
+	}
 	switch {
 	case err == nil:
+		c.forget(seq)
 		if aerr := msg.Ack(); aerr != nil {
 			// The event is applied; it will be redelivered and applied
 			// again, which an idempotent handler absorbs.
@@ -407,11 +442,15 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	case IsPermanent(err):
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "permanent failure")
-		c.deadLetter(ctx, msg, md, env.ID, err.Error())
-	case int(md.NumDelivered) >= c.cfg.MaxDeliver && !IsTransient(err):
+		if c.deadLetter(ctx, msg, md, env.ID, err.Error()) {
+			c.forget(seq)
+		}
+	case failures >= c.cfg.MaxDeliver:
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "max deliveries reached")
-		c.deadLetter(ctx, msg, md, env.ID, fmt.Sprintf("failed %d deliveries, last error: %v", md.NumDelivered, err))
+		if c.deadLetter(ctx, msg, md, env.ID, fmt.Sprintf("failed %d deliveries, last error: %v", failures, err)) {
+			c.forget(seq)
+		}
 	default:
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "will retry")
@@ -449,11 +488,12 @@ func (c *Consumer) backoff(delivered uint64) time.Duration {
 	return c.cfg.Backoff[i]
 }
 
-// deadLetter copies msg to dlq.<consumer> and terminates it. The copy's
-// message id derives from the consumer and the event id, so a repeated move
-// (the Term got lost and the message came back) is deduplicated. When the
-// copy cannot be stored, the message is left for redelivery instead.
-func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, eventID, reason string) {
+// deadLetter copies msg to dlq.<consumer> and terminates it, and reports
+// whether the copy was stored. The copy's message id derives from the
+// consumer and the event id, so a repeated move (the Term got lost and the
+// message came back) is deduplicated. When the copy cannot be stored, the
+// message is left for redelivery instead.
+func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata, eventID, reason string) bool {
 	reason = headerValue(reason)
 	if eventID == "" {
 		eventID = "seq-" + strconv.FormatUint(md.Sequence.Stream, 10)
@@ -486,12 +526,13 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstr
 		log.Error("dead-letter failed, message left for redelivery", "reason", reason, "error", err,
 			"streamSeq", md.Sequence.Stream, "retryIn", delay)
 		_ = msg.NakWithDelay(delay)
-		return
+		return false
 	}
 	if err := msg.TermWithReason("dead-lettered: " + reason); err != nil {
 		log.Warn("dead-lettered, term failed", "error", err)
 	}
 	log.Error("event dead-lettered", "reason", reason, "dlqSubject", dlq.Subject, "streamSeq", md.Sequence.Stream)
+	return true
 }
 
 // headerValue makes s safe as a header value: one line, bounded.

@@ -367,17 +367,26 @@ func TestConsumerRetriesAFailedDeadLetterMove(t *testing.T) {
 }
 
 // TestConsumerOutlastsAnOutage: Transient failures (the handler's database
-// is down) are retried past MaxDeliver and never dead-letter the event; it
-// is applied once the database is back. In batches too.
+// is down) are retried past MaxDeliver and never dead-letter the event, nor
+// count towards it: one ordinary failure right after the outage is retried
+// too. The event is applied once the database is back. In batches too.
 func TestConsumerOutlastsAnOutage(t *testing.T) {
 	t.Parallel()
 	_, js := startJetStream(t)
 	pub := events.NewPublisher(js, testkit.Logger(t))
 	var down atomic.Bool
 	down.Store(true)
-	rec := &recorder{fail: func(int, events.Envelope) error {
+	var mu sync.Mutex
+	hiccup := map[string]bool{} // one ordinary failure per event right after the outage
+	rec := &recorder{fail: func(_ int, e events.Envelope) error {
 		if down.Load() {
 			return events.Transient(errors.New("server selection timeout"))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !hiccup[e.ID] {
+			hiccup[e.ID] = true
+			return errors.New("write conflict")
 		}
 		return nil
 	}}

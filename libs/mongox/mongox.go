@@ -58,14 +58,38 @@ func IsDuplicateKey(err error) bool {
 }
 
 // IsUnavailable reports whether err means the database could not be reached
-// in time, as opposed to a bug or a refused command: such errors are
-// answered 503.
+// in time or is changing primaries, as opposed to a bug or a refused
+// command: such errors are answered 503, and events wait for the database.
 func IsUnavailable(err error) bool {
 	var sel topology.ServerSelectionError
-	return mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.As(err, &sel) ||
+	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.As(err, &sel) ||
 		errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, mongo.ErrClientDisconnected)
+		errors.Is(err, mongo.ErrClientDisconnected) {
+		return true
+	}
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return false
+	}
+	if se.HasErrorLabel("RetryableWriteError") {
+		return true
+	}
+	for _, code := range stepdownCodes {
+		if se.HasErrorCode(code) {
+			return true
+		}
+	}
+	return false
 }
+
+// stepdownCodes are the server errors of a replica set changing primaries
+// or shutting down, which the driver retries on retryable writes only (an
+// UpdateMany is not one): HostUnreachable, HostNotFound, NetworkTimeout,
+// ShutdownInProgress, PrimarySteppedDown, ExceededTimeLimit,
+// SocketException, NotWritablePrimary, InterruptedAtShutdown,
+// InterruptedDueToReplStateChange, NotPrimaryNoSecondaryOk,
+// NotPrimaryOrSecondary.
+var stepdownCodes = []int{6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436}
 
 // tracer turns command events into client spans. The command body is never
 // recorded: it holds user data.

@@ -2,10 +2,12 @@ package mongox_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/testkit"
@@ -25,6 +27,14 @@ func TestIsUnavailable(t *testing.T) {
 	err = down.Database("x").Collection("y").FindOne(short, bson.M{}).Err()
 	if err == nil || !mongox.IsUnavailable(err) {
 		t.Errorf("error from an unreachable server %v: IsUnavailable = false, want true", err)
+	}
+
+	stepdown := mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}
+	if !mongox.IsUnavailable(fmt.Errorf("remove tags: %w", stepdown)) {
+		t.Error("NotWritablePrimary: IsUnavailable = false, want true (a replica set changing primaries)")
+	}
+	if mongox.IsUnavailable(mongo.CommandError{Code: 2, Name: "BadValue"}) {
+		t.Error("BadValue: IsUnavailable = true, want false")
 	}
 
 	coll := testkit.Mongo(t).Collection("y")
