@@ -24,15 +24,15 @@ import (
 // Store is what the handlers change.
 type Store interface {
 	RemoveTags(ctx context.Context, tagIDs []string) (int64, error)
-	// RemoveTagWrittenBefore takes the tag out of the documents last
-	// written before the given time.
-	RemoveTagWrittenBefore(ctx context.Context, tagID string, before time.Time) (int64, error)
+	// RemoveTagCheckedBefore takes the tag out of the documents whose
+	// references were last checked before the given time.
+	RemoveTagCheckedBefore(ctx context.Context, tagID string, before time.Time) (int64, error)
 	DropMedia(ctx context.Context, mediaID string) (dropped int64, live []string, err error)
 }
 
 // Taxonomy tells which tags exist now, and since when.
 type Taxonomy interface {
-	LiveTags(ctx context.Context, ids []string) (map[string]time.Time, error)
+	Tags(ctx context.Context, ids []string) (map[string]time.Time, error)
 }
 
 // Start runs the catalog's three durable consumers until Stop.
@@ -94,18 +94,23 @@ type handlers struct {
 
 // removeTags applies the deletion of tags. A tag id can be created anew
 // after its deletion and before the deletion's event is applied here (a
-// broker or catalog outage, a redelivery): documents written since then
-// were checked against the new tag and keep it; only those last written
-// before it existed lose the id. The times come from two clocks (taxonomy's
-// createdAt, catalog's updatedAt), so a document written within their skew
-// of the re-creation may be judged wrongly.
+// broker or catalog outage, a redelivery): documents whose references were
+// checked since then were checked against the new tag and keep it; only
+// those checked before it existed lose the id. The times come from two
+// clocks (taxonomy's createdAt, catalog's refsAt), so a document written
+// within their skew of the re-creation may be judged wrongly.
 func (h handlers) removeTags(ctx context.Context, ids []string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	live, err := h.taxonomy.LiveTags(ctx, ids)
+	live, err := h.taxonomy.Tags(ctx, ids)
 	if err != nil {
 		return 0, err
+	}
+	for id, since := range live {
+		if since.IsZero() { // a taxonomy older than this catalog: wait for its upgrade
+			return 0, events.Transient(fmt.Errorf("taxonomy did not say when tag %s was created", id))
+		}
 	}
 	gone := make([]string, 0, len(ids))
 	for _, id := range ids {
@@ -118,12 +123,12 @@ func (h handlers) removeTags(ctx context.Context, ids []string) (int64, error) {
 		return n, err
 	}
 	for id, since := range live {
-		m, err := h.store.RemoveTagWrittenBefore(ctx, id, since)
+		m, err := h.store.RemoveTagCheckedBefore(ctx, id, since)
 		n += m
 		if err != nil {
 			return n, err
 		}
-		h.log.InfoContext(ctx, "tag id created anew since its deletion: only documents written before that lose it",
+		h.log.InfoContext(ctx, "tag id created anew since its deletion: only documents checked before that lose it",
 			"tag_id", id, "created_at", since, "documents", m)
 	}
 	return n, nil

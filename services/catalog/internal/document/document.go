@@ -49,6 +49,10 @@ type Document struct {
 	IsDeleted bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// RefsAt is when the references were last checked (taken before the
+	// lookups of a create or a PATCH; zero for documents stored before it
+	// was kept). A tag created after it is not the one the document named.
+	RefsAt time.Time
 }
 
 // Summary is a listing entry: a document without its content.
@@ -118,17 +122,19 @@ type Store interface {
 	Restore(ctx context.Context, id string, at time.Time) (Document, error)
 	// Unsettled returns up to limit marks made before the given time.
 	Unsettled(ctx context.Context, before time.Time, limit int) ([]Mark, error)
-	// Settle removes the gone tags and media from the marked document (if
-	// it exists), then clears the mark unless a later write replaced it.
-	Settle(ctx context.Context, m Mark, goneTags, goneMedia []string) error
+	// Settle removes the gone tags and media from the marked document, if
+	// it still has refsAt (a later write checked its own references), then
+	// clears the mark unless a later write replaced it.
+	Settle(ctx context.Context, m Mark, refsAt time.Time, goneTags, goneMedia []string) error
 	// MediaUsers returns the ids of documents not deleted that use the media.
 	MediaUsers(ctx context.Context, mediaID string) ([]string, error)
 }
 
 // References looks up what documents point to, in the services that own it.
 // Both return only the ids that exist (Medias also those being deleted,
-// marked); an unreachable service is an *UnavailableError.
+// marked); an unreachable service is an *UnavailableError. Tags says when
+// each tag was created (zero if the taxonomy does not say).
 type References interface {
-	Tags(ctx context.Context, ids []string) (map[string]bool, error)
+	Tags(ctx context.Context, ids []string) (map[string]time.Time, error)
 	Medias(ctx context.Context, ids []string) (map[string]Media, error)
 }

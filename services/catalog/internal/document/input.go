@@ -115,7 +115,7 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 			return Document{}, err
 		}
 		for i, id := range d.TagsIDs {
-			if !found[id] {
+			if _, ok := found[id]; !ok {
 				errs.Add(fmt.Sprintf("tagsIds[%d]", i), "unknown tag '%s'", clip(id))
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/doclib/libs/validation"
 )
@@ -17,11 +18,11 @@ type fakeRefs struct {
 	err    error
 }
 
-func (f fakeRefs) Tags(_ context.Context, ids []string) (map[string]bool, error) {
-	out := map[string]bool{}
+func (f fakeRefs) Tags(_ context.Context, ids []string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
 	for _, id := range ids {
 		if f.tags[id] {
-			out[id] = true
+			out[id] = time.Time{}
 		}
 	}
 	return out, f.err

@@ -33,10 +33,12 @@ func NewID() string {
 
 // Create validates in and stores a new document.
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
+	refsAt := s.now()
 	d, err := check(ctx, s.refs, SanitizeHTML, in)
 	if err != nil {
 		return Document{}, err
 	}
+	d.RefsAt = refsAt
 	d.ID = NewID()
 	d.CreatedAt = s.now()
 	d.UpdatedAt = d.CreatedAt
@@ -63,11 +65,12 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if t := Type(in.Type); t.Valid() && t != cur.Type {
 			return Document{}, ErrTypeImmutable
 		}
+		refsAt := s.now()
 		d, err := check(ctx, s.refs, SanitizeHTML, in)
 		if err != nil {
 			return Document{}, err
 		}
-		d.ID, d.CreatedAt, d.UpdatedAt = cur.ID, cur.CreatedAt, s.now()
+		d.ID, d.CreatedAt, d.UpdatedAt, d.RefsAt = cur.ID, cur.CreatedAt, s.now(), refsAt
 		if !d.UpdatedAt.After(cur.UpdatedAt) {
 			d.UpdatedAt = cur.UpdatedAt.Add(time.Millisecond)
 		}
@@ -136,7 +139,7 @@ func (s *Service) settle(ctx context.Context, d Document, at time.Time) (Documen
 	if err != nil {
 		return d, err
 	}
-	if err := s.store.Settle(ctx, Mark{DocumentID: d.ID, At: at}, goneTags, goneMedia); err != nil {
+	if err := s.store.Settle(ctx, Mark{DocumentID: d.ID, At: at}, d.RefsAt, goneTags, goneMedia); err != nil {
 		return d, err
 	}
 	if len(goneTags)+len(goneMedia) == 0 {
@@ -163,7 +166,8 @@ func (s *Service) settleNow(ctx context.Context, d Document, at time.Time) Docum
 	return out
 }
 
-// gone returns d's tags and media that no longer exist.
+// gone returns d's tags and media that no longer exist. A tag id created
+// after d's references were checked names a new tag, not d's: gone too.
 func (s *Service) gone(ctx context.Context, d Document) (tags, media []string, err error) {
 	if len(d.TagsIDs) > 0 {
 		found, err := s.refs.Tags(ctx, d.TagsIDs)
@@ -171,7 +175,8 @@ func (s *Service) gone(ctx context.Context, d Document) (tags, media []string, e
 			return nil, nil, err
 		}
 		for _, id := range d.TagsIDs {
-			if !found[id] {
+			created, ok := found[id]
+			if !ok || (!d.RefsAt.IsZero() && created.After(d.RefsAt)) {
 				tags = append(tags, id)
 			}
 		}
@@ -194,6 +199,10 @@ func (s *Service) gone(ctx context.Context, d Document) (tags, media []string, e
 	return tags, media, nil
 }
 
+// orphanMarkAge is how old a mark without its document must be before it
+// is cleared: a write may be marked well before it lands.
+const orphanMarkAge = 10 * time.Minute
+
 // SettleUnsettled settles up to 100 marks older than age: writes whose own
 // settle failed or never ran. It returns how many it settled and the first
 // failure.
@@ -205,8 +214,11 @@ func (s *Service) SettleUnsettled(ctx context.Context, age time.Duration) (int, 
 	for i, m := range marks {
 		d, err := s.store.Get(ctx, m.DocumentID)
 		switch {
-		case errors.Is(err, ErrNotFound): // the write never landed
-			err = s.store.Settle(ctx, m, nil, nil)
+		case errors.Is(err, ErrNotFound):
+			// The write never landed, or has not yet: only an old mark goes.
+			if m.At.Before(s.now().Add(-orphanMarkAge)) {
+				err = s.store.Settle(ctx, m, time.Time{}, nil, nil)
+			}
 		case err == nil:
 			_, err = s.settle(ctx, d, m.At)
 		}

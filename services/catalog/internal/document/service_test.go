@@ -29,8 +29,9 @@ type racingRefs struct {
 }
 
 type refsState struct {
-	tags   []string
-	medias map[string]document.Media
+	tags      []string
+	createdAt map[string]time.Time // zero when absent
+	medias    map[string]document.Media
 }
 
 func (r *racingRefs) state() (refsState, error) {
@@ -43,12 +44,12 @@ func (r *racingRefs) state() (refsState, error) {
 	return r.after, r.err
 }
 
-func (r *racingRefs) Tags(_ context.Context, ids []string) (map[string]bool, error) {
+func (r *racingRefs) Tags(_ context.Context, ids []string) (map[string]time.Time, error) {
 	st, err := r.state()
-	out := map[string]bool{}
+	out := map[string]time.Time{}
 	for _, id := range ids {
 		if slices.Contains(st.tags, id) {
-			out[id] = true
+			out[id] = st.createdAt[id]
 		}
 	}
 	return out, err
@@ -78,15 +79,17 @@ func newService(t *testing.T, refs document.References) (*document.Service, *mon
 	return document.NewService(store, refs, testkit.Logger(t)), store
 }
 
-var in = document.Input{Type: "MARKDOWN", Title: "T", Content: "x", TagsIDs: []string{"kept", "gone"}, ImagesIDs: []string{"img", "old", "leaving"}}
+var in = document.Input{Type: "MARKDOWN", Title: "T", Content: "x", TagsIDs: []string{"kept", "gone", "anew"}, ImagesIDs: []string{"img", "old", "leaving"}}
 
 // A tag and a media deleted between the check and the write leave the
-// document at once; a media whose deletion is under way stays (its
+// document at once, and so does a tag deleted and created anew (it is not
+// the tag the check saw); a media whose deletion is under way stays (its
 // deletion may yet stop, or its event drops it).
 func TestCreateDropsReferencesDeletedDuringTheWrite(t *testing.T) {
 	refs := &racingRefs{
-		before: refsState{tags: []string{"kept", "gone"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": {ID: "leaving", MimeType: "image/png"}}},
-		after:  refsState{tags: []string{"kept"}, medias: map[string]document.Media{"img": img, "leaving": {ID: "leaving", MimeType: "image/png", Deleting: true}}},
+		before: refsState{tags: []string{"kept", "gone", "anew"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": {ID: "leaving", MimeType: "image/png"}}},
+		after: refsState{tags: []string{"kept", "anew"}, createdAt: map[string]time.Time{"anew": time.Now().Add(time.Minute)},
+			medias: map[string]document.Media{"img": img, "leaving": {ID: "leaving", MimeType: "image/png", Deleting: true}}},
 	}
 	svc, store := newService(t, refs)
 	ctx := context.Background()
@@ -107,15 +110,15 @@ func TestCreateDropsReferencesDeletedDuringTheWrite(t *testing.T) {
 // document stays marked and the background pass settles it later.
 func TestUnsettledDocumentsAreSettledLater(t *testing.T) {
 	refs := &racingRefs{
-		before: refsState{tags: []string{"kept", "gone"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": img}},
-		after:  refsState{tags: []string{"kept"}, medias: map[string]document.Media{"img": img, "leaving": img}},
+		before: refsState{tags: []string{"kept", "gone", "anew"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": img}},
+		after:  refsState{tags: []string{"kept", "anew"}, medias: map[string]document.Media{"img": img, "leaving": img}},
 		err:    &document.UnavailableError{Service: "taxonomy", Err: errors.New("down")},
 	}
 	svc, store := newService(t, refs)
 	ctx := context.Background()
 	d, err := svc.Create(ctx, in)
 	testkit.Must(t, err, "Create")
-	if strings.Join(d.TagsIDs, ",") != "kept,gone" {
+	if strings.Join(d.TagsIDs, ",") != "kept,gone,anew" {
 		t.Errorf("created %v, want the tags as checked", d.TagsIDs)
 	}
 	if n, err := svc.SettleUnsettled(ctx, 0); err == nil || n != 0 {
@@ -131,8 +134,8 @@ func TestUnsettledDocumentsAreSettledLater(t *testing.T) {
 		t.Fatalf("SettleUnsettled = %d, %v; want 1", n, err)
 	}
 	got, _ := store.Get(ctx, d.ID)
-	if strings.Join(got.TagsIDs, ",") != "kept" || strings.Join(got.ImagesIDs, ",") != "img,leaving" {
-		t.Errorf("settled later: %v %v", got.TagsIDs, got.ImagesIDs)
+	if strings.Join(got.TagsIDs, ",") != "kept,anew" || strings.Join(got.ImagesIDs, ",") != "img,leaving" {
+		t.Errorf("settled later: %v %v, want [kept anew] (anew's creation time unknown) and [img leaving]", got.TagsIDs, got.ImagesIDs)
 	}
 	if n, _ := svc.SettleUnsettled(ctx, 0); n != 0 {
 		t.Errorf("settled again: %d", n)

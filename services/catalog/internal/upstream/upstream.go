@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,30 +53,18 @@ type mediaDTO struct {
 }
 
 // Tags implements document.References.
-func (c *Client) Tags(ctx context.Context, ids []string) (map[string]bool, error) {
-	live, err := c.LiveTags(ctx, ids)
+func (c *Client) Tags(ctx context.Context, ids []string) (map[string]time.Time, error) {
+	tags, err := lookup[tagDTO](ctx, c, "taxonomy service", c.taxonomy, "/internal/tags", ids)
 	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(live))
-	for id := range live {
-		out[id] = true
-	}
-	return out, nil
-}
-
-// LiveTags returns the tags among ids that exist, with when each was
-// created.
-func (c *Client) LiveTags(ctx context.Context, ids []string) (map[string]time.Time, error) {
-	var tags []tagDTO
-	if err := c.lookup(ctx, "taxonomy service", c.taxonomy, "/internal/tags", ids, &tags); err != nil {
 		return nil, err
 	}
 	out := make(map[string]time.Time, len(tags))
 	for _, t := range tags {
-		at, err := time.Parse(time.RFC3339Nano, t.CreatedAt)
-		if err != nil {
-			return nil, &document.UnavailableError{Service: "taxonomy service", Err: fmt.Errorf("tag %s createdAt: %w", t.ID, err)}
+		var at time.Time
+		if t.CreatedAt != "" { // a taxonomy older than this catalog does not say
+			if at, err = time.Parse(time.RFC3339Nano, t.CreatedAt); err != nil {
+				return nil, &document.UnavailableError{Service: "taxonomy service", Err: fmt.Errorf("tag %s createdAt: %w", t.ID, err)}
+			}
 		}
 		out[t.ID] = at
 	}
@@ -84,8 +73,8 @@ func (c *Client) LiveTags(ctx context.Context, ids []string) (map[string]time.Ti
 
 // Medias implements document.References.
 func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.Media, error) {
-	var medias []mediaDTO
-	if err := c.lookup(ctx, "media service", c.media, "/internal/medias", ids, &medias); err != nil {
+	medias, err := lookup[mediaDTO](ctx, c, "media service", c.media, "/internal/medias", ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]document.Media, len(medias))
@@ -95,13 +84,36 @@ func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.
 	return out, nil
 }
 
-func (c *Client) lookup(ctx context.Context, service string, base *url.URL, path string, ids []string, out any) error {
+// LookupChunk is how many ids one lookup asks for: the services answer at
+// most 500 at a time (a category may have more tags).
+const LookupChunk = 500
+
+// lookup asks service which of ids exist, LookupChunk ids at a time. Only
+// a failure to get an answer is an *UnavailableError; a refusal (4xx) is a
+// bug of this client and an ordinary error.
+func lookup[T any](ctx context.Context, c *Client, service string, base *url.URL, path string, ids []string) ([]T, error) {
+	var asked []string
+	for _, id := range ids {
+		if !strings.Contains(id, ",") && !slices.Contains(asked, id) { // an id with a comma cannot exist
+			asked = append(asked, id)
+		}
+	}
+	var out []T
+	for chunk := range slices.Chunk(asked, LookupChunk) {
+		var part []T
+		if err := c.get(ctx, service, base, path, chunk, &part); err != nil {
+			return nil, err
+		}
+		out = append(out, part...)
+	}
+	return out, nil
+}
+
+func (c *Client) get(ctx context.Context, service string, base *url.URL, path string, ids []string, out any) error {
 	u := base.JoinPath(path)
 	q := url.Values{}
 	for _, id := range ids {
-		if !strings.Contains(id, ",") { // an id with a comma cannot exist
-			q.Add("ids", id)
-		}
+		q.Add("ids", id)
 	}
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -113,7 +125,10 @@ func (c *Client) lookup(ctx context.Context, service string, base *url.URL, path
 		return &document.UnavailableError{Service: service, Err: err}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch {
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		return fmt.Errorf("%s refused the lookup: %s", service, resp.Status)
+	case resp.StatusCode != http.StatusOK:
 		return &document.UnavailableError{Service: service, Err: fmt.Errorf("lookup answered %s", resp.Status)}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

@@ -64,9 +64,13 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 // event's change on a server without atomic updates (FerretDB). A later
 // write's mark replaces an earlier one.
 func (s *Store) mark(ctx context.Context, id string, at time.Time) error {
-	_, err := s.unsettled.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": bson.M{"at": at}}, options.UpdateOne().SetUpsert(true))
-	if mongox.IsDuplicateKey(err) { // two first upserts raced; the other one stands
-		return nil
+	set := func() error {
+		_, err := s.unsettled.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": bson.M{"at": at}}, options.UpdateOne().SetUpsert(true))
+		return err
+	}
+	err := set()
+	if mongox.IsDuplicateKey(err) { // two first upserts raced: now there is one to update
+		err = set()
 	}
 	return err
 }
@@ -90,6 +94,7 @@ type doc struct {
 	CreatedAt time.Time  `bson:"createdAt"`
 	UpdatedAt time.Time  `bson:"updatedAt"`
 	DeletedAt *time.Time `bson:"deletedAt,omitempty"`
+	RefsAt    *time.Time `bson:"refsAt,omitempty"`
 }
 
 func toDoc(d document.Document) doc {
@@ -102,6 +107,9 @@ func toDoc(d document.Document) doc {
 	}
 	if d.File != nil {
 		out.File = &fileDoc{ID: d.File.ID, Name: d.File.Name}
+	}
+	if !d.RefsAt.IsZero() {
+		out.RefsAt = &d.RefsAt
 	}
 	return out
 }
@@ -116,6 +124,9 @@ func (d doc) domain() document.Document {
 	}
 	if d.File != nil {
 		out.File = &document.File{ID: d.File.ID, Name: d.File.Name}
+	}
+	if d.RefsAt != nil {
+		out.RefsAt = d.RefsAt.UTC()
 	}
 	return out
 }
@@ -198,6 +209,7 @@ func (s *Store) Replace(ctx context.Context, d document.Document, readAt time.Ti
 	put("sources", nd.Sources, d.Type.Inline())
 	put("imagesIds", nd.ImagesIDs, d.Type.Inline())
 	put("file", nd.File, nd.File != nil)
+	put("refsAt", nd.RefsAt, nd.RefsAt != nil)
 	update := bson.M{"$set": set}
 	if len(unset) > 0 {
 		update["$unset"] = unset
@@ -287,9 +299,15 @@ func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]d
 
 // Settle implements document.Store. Like the event handlers, it leaves
 // updatedAt alone.
-func (s *Store) Settle(ctx context.Context, m document.Mark, goneTags, goneMedia []string) error {
+func (s *Store) Settle(ctx context.Context, m document.Mark, refsAt time.Time, goneTags, goneMedia []string) error {
 	if len(goneTags)+len(goneMedia) > 0 {
-		if err := s.drop(ctx, m.DocumentID, goneTags, goneMedia); err != nil {
+		// Only the references that were checked: a write since then
+		// checked its own (it may name a tag created anew meanwhile).
+		filter := bson.M{"_id": m.DocumentID, "refsAt": refsAt}
+		if refsAt.IsZero() {
+			filter["refsAt"] = bson.M{"$exists": false}
+		}
+		if err := s.drop(ctx, filter, goneTags, goneMedia); err != nil {
 			return err
 		}
 	}
@@ -298,9 +316,9 @@ func (s *Store) Settle(ctx context.Context, m document.Mark, goneTags, goneMedia
 	return err
 }
 
-// drop takes gone tags and media out of one document and moves the
-// listing revision.
-func (s *Store) drop(ctx context.Context, id string, goneTags, goneMedia []string) error {
+// drop takes gone tags and media out of the document filter matches and
+// moves the listing revision.
+func (s *Store) drop(ctx context.Context, filter bson.M, goneTags, goneMedia []string) error {
 	pull := bson.M{}
 	if len(goneTags) > 0 {
 		pull["tagsIds"] = goneTags
@@ -308,12 +326,15 @@ func (s *Store) drop(ctx context.Context, id string, goneTags, goneMedia []strin
 	if len(goneMedia) > 0 {
 		pull["imagesIds"] = goneMedia
 	}
-	if _, err := s.docs.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$pullAll": pull}); err != nil {
+	if _, err := s.docs.UpdateOne(ctx, filter, bson.M{"$pullAll": pull}); err != nil {
 		return err
 	}
 	if len(goneMedia) > 0 {
-		if _, err := s.docs.UpdateOne(ctx, bson.M{"_id": id, "file.id": bson.M{"$in": goneMedia}},
-			bson.M{"$unset": bson.M{"file": ""}}); err != nil {
+		withFile := bson.M{"file.id": bson.M{"$in": goneMedia}}
+		for k, v := range filter {
+			withFile[k] = v
+		}
+		if _, err := s.docs.UpdateOne(ctx, withFile, bson.M{"$unset": bson.M{"file": ""}}); err != nil {
 			return err
 		}
 	}
@@ -360,10 +381,15 @@ func (s *Store) RemoveTags(ctx context.Context, tagIDs []string) (int64, error) 
 	return 0, nil
 }
 
-// RemoveTagWrittenBefore implements consumers.Store: like RemoveTags, for
-// one tag and only in documents whose updatedAt is before the given time.
-func (s *Store) RemoveTagWrittenBefore(ctx context.Context, tagID string, before time.Time) (int64, error) {
-	res, err := s.docs.UpdateMany(ctx, bson.M{"tagsIds": tagID, "updatedAt": bson.M{"$lt": before}},
+// RemoveTagCheckedBefore implements consumers.Store: like RemoveTags, for
+// one tag and only in documents whose references were checked before the
+// given time (refsAt; updatedAt for documents stored before refsAt was
+// kept).
+func (s *Store) RemoveTagCheckedBefore(ctx context.Context, tagID string, before time.Time) (int64, error) {
+	res, err := s.docs.UpdateMany(ctx, bson.M{"tagsIds": tagID, "$or": bson.A{
+		bson.M{"refsAt": bson.M{"$lt": before}},
+		bson.M{"refsAt": bson.M{"$exists": false}, "updatedAt": bson.M{"$lt": before}},
+	}},
 		bson.M{"$pullAll": bson.M{"tagsIds": []string{tagID}}})
 	if err != nil {
 		return 0, err

@@ -193,9 +193,9 @@ func TestReferencesCleanup(t *testing.T) {
 func TestWritesAreUnsettledUntilSettled(t *testing.T) {
 	s, ctx := newStore(t)
 	a := md("a", t0, "t1", "gone")
-	a.ImagesIDs = []string{"img", "old"}
+	a.ImagesIDs, a.RefsAt = []string{"img", "old"}, t0
 	pdf := document.Document{ID: "pdf", Title: "P", Type: document.PDF, File: &document.File{ID: "old", Name: "f.pdf"},
-		TagsIDs: []string{}, CreatedAt: t0, UpdatedAt: t0}
+		TagsIDs: []string{}, CreatedAt: t0, UpdatedAt: t0, RefsAt: t0}
 	testkit.Must(t, s.Insert(ctx, a), "insert")
 	testkit.Must(t, s.Insert(ctx, pdf), "insert")
 	unsettled := func(before time.Time) string {
@@ -216,49 +216,63 @@ func TestWritesAreUnsettledUntilSettled(t *testing.T) {
 		t.Errorf("unsettled = %q, want a and pdf at t0", got)
 	}
 
-	// A later write's mark replaces the first: settling the first leaves it.
-	b := a
-	b.UpdatedAt = t0.Add(time.Minute)
-	testkit.Must(t, s.Replace(ctx, b, t0), "Replace")
 	rev, _ := s.Revision(ctx)
-	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: t0}, []string{"gone"}, []string{"old"}), "Settle")
-	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "pdf", At: t0}, nil, []string{"old"}), "Settle")
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: t0}, t0, []string{"gone"}, []string{"old"}), "Settle")
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "pdf", At: t0}, t0, nil, []string{"old"}), "Settle")
 	got, _ := s.Get(ctx, "a")
 	p, _ := s.Get(ctx, "pdf")
-	if strings.Join(got.TagsIDs, ",") != "t1" || strings.Join(got.ImagesIDs, ",") != "img" || !got.UpdatedAt.Equal(b.UpdatedAt) || p.File != nil {
+	if strings.Join(got.TagsIDs, ",") != "t1" || strings.Join(got.ImagesIDs, ",") != "img" || !got.UpdatedAt.Equal(t0) ||
+		!got.RefsAt.Equal(t0) || p.File != nil {
 		t.Errorf("after Settle: %+v, pdf file %v", got, p.File)
 	}
 	if r, _ := s.Revision(ctx); r == rev {
 		t.Error("dropping references did not move the listing revision")
 	}
-	if got := unsettled(t0.Add(time.Hour)); got != "a@1m0s" {
-		t.Errorf("unsettled after settling the first marks = %q, want a's later one", got)
-	}
-	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: b.UpdatedAt}, nil, nil), "Settle")
 	if got := unsettled(t0.Add(time.Hour)); got != "" {
 		t.Errorf("unsettled after Settle = %q, want none", got)
 	}
 
-	// Restore marks too; a mark without its document is cleared.
+	// A later write checked its own references: settling an earlier one
+	// drops nothing from it and leaves its mark.
+	b := got
+	b.TagsIDs, b.UpdatedAt, b.RefsAt = []string{"t1", "gone"}, t0.Add(time.Minute), t0.Add(time.Minute)
+	testkit.Must(t, s.Replace(ctx, b, t0), "Replace")
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: t0}, t0, []string{"gone"}, nil), "Settle")
+	if got, _ := s.Get(ctx, "a"); strings.Join(got.TagsIDs, ",") != "t1,gone" {
+		t.Errorf("an earlier write's settle changed a later one: %v", got.TagsIDs)
+	}
+	if got := unsettled(t0.Add(time.Hour)); got != "a@1m0s" {
+		t.Errorf("unsettled = %q, want a's later mark", got)
+	}
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "a", At: b.UpdatedAt}, b.RefsAt, nil, nil), "Settle")
+
+	// Restore marks too, and keeps refsAt; a mark without its document is cleared.
 	_, err := s.SoftDelete(ctx, "pdf", t0.Add(time.Minute))
 	testkit.Must(t, err, "SoftDelete")
-	_, err = s.Restore(ctx, "pdf", t0.Add(2*time.Minute))
+	restored, err := s.Restore(ctx, "pdf", t0.Add(2*time.Minute))
 	testkit.Must(t, err, "Restore")
-	if got := unsettled(t0.Add(time.Hour)); got != "pdf@2m0s" {
-		t.Errorf("unsettled after Restore = %q, want pdf", got)
+	if got := unsettled(t0.Add(time.Hour)); got != "pdf@2m0s" || !restored.RefsAt.Equal(t0) {
+		t.Errorf("unsettled after Restore = %q, refsAt %v; want pdf, t0", got, restored.RefsAt)
 	}
-	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "never-written", At: t0}, []string{"x"}, nil), "Settle of a missing document")
+	testkit.Must(t, s.Settle(ctx, document.Mark{DocumentID: "never-written", At: t0}, time.Time{}, []string{"x"}, nil), "Settle of a missing document")
 }
 
-func TestRemoveTagWrittenBefore(t *testing.T) {
+func TestRemoveTagCheckedBefore(t *testing.T) {
 	s, ctx := newStore(t)
-	testkit.Must(t, s.Insert(ctx, md("old", t0, "a", "b")), "insert")
-	testkit.Must(t, s.Insert(ctx, md("new", t0.Add(time.Minute), "a")), "insert")
-	n, err := s.RemoveTagWrittenBefore(ctx, "a", t0.Add(time.Second))
-	testkit.Must(t, err, "RemoveTagWrittenBefore")
+	old := md("old", t0, "a", "b")
+	old.RefsAt = t0
+	fresh := md("new", t0, "a")
+	fresh.RefsAt = t0.Add(time.Minute)
+	legacy := md("legacy", t0, "a") // stored before refsAt was kept: updatedAt decides
+	testkit.Must(t, s.Insert(ctx, old), "insert")
+	testkit.Must(t, s.Insert(ctx, fresh), "insert")
+	testkit.Must(t, s.Insert(ctx, legacy), "insert")
+	n, err := s.RemoveTagCheckedBefore(ctx, "a", t0.Add(time.Second))
+	testkit.Must(t, err, "RemoveTagCheckedBefore")
 	o, _ := s.Get(ctx, "old")
 	nw, _ := s.Get(ctx, "new")
-	if n != 1 || strings.Join(o.TagsIDs, ",") != "b" || strings.Join(nw.TagsIDs, ",") != "a" {
-		t.Errorf("removed %d: old %v, new %v; want a gone from old only", n, o.TagsIDs, nw.TagsIDs)
+	l, _ := s.Get(ctx, "legacy")
+	if n != 2 || strings.Join(o.TagsIDs, ",") != "b" || strings.Join(nw.TagsIDs, ",") != "a" || len(l.TagsIDs) != 0 {
+		t.Errorf("removed %d: old %v, new %v, legacy %v; want a gone from old and legacy only", n, o.TagsIDs, nw.TagsIDs, l.TagsIDs)
 	}
 }
