@@ -1,8 +1,9 @@
 // Package consumers applies the other contexts' deletion events to the
 // catalog: a deleted tag (alone or with its category) leaves every
-// document's tagsIds, and a deleted media leaves the documents that still
-// name it (deleted ones, or a live one written while the media was being
-// deleted: that is logged as a warning). Every handler is idempotent, so a redelivered event changes
+// document's tagsIds (but see removeTags for an id created anew), and a
+// deleted media leaves the documents that still name it (deleted ones, or
+// a live one written while the media was being deleted: that is logged as
+// a warning). Every handler is idempotent, so a redelivered event changes
 // nothing more.
 package consumers
 
@@ -67,9 +68,9 @@ func Start(ctx context.Context, js jetstream.JetStream, store Store, taxonomy Ta
 	return stopAll, nil
 }
 
-// outage and outages mark a store error that means MongoDB could not be
-// reached as Transient: the event waits for the database for as long as it
-// is down, instead of moving towards dead-letter after MaxDeliver attempts.
+// outage and outages mark an error that means MongoDB or taxonomy could not
+// be reached as Transient: the event waits for them for as long as they are
+// down, instead of moving towards dead-letter after MaxDeliver attempts.
 func outage(fn events.Handler) events.Handler {
 	return func(ctx context.Context, e events.Envelope) error { return transient(fn(ctx, e)) }
 }
