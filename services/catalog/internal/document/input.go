@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/doclib/libs/validation"
@@ -115,8 +116,17 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 			return Document{}, err
 		}
 		for i, id := range d.TagsIDs {
-			if _, ok := found[id]; !ok {
+			created, ok := found[id]
+			if !ok {
 				errs.Add(fmt.Sprintf("tagsIds[%d]", i), "unknown tag '%s'", clip(id))
+			}
+			// RefsAt starts as the creation of the newest tag seen (by
+			// taxonomy's clock, to the millisecond above): see Service.checked.
+			if c := created.Truncate(time.Millisecond); c.After(d.RefsAt) {
+				d.RefsAt = c
+				if c.Before(created) {
+					d.RefsAt = c.Add(time.Millisecond)
+				}
 			}
 		}
 	}

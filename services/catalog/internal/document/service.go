@@ -33,12 +33,10 @@ func NewID() string {
 
 // Create validates in and stores a new document.
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
-	refsAt := s.now()
-	d, err := check(ctx, s.refs, SanitizeHTML, in)
+	d, err := s.checked(ctx, in)
 	if err != nil {
 		return Document{}, err
 	}
-	d.RefsAt = refsAt
 	d.ID = NewID()
 	d.CreatedAt = s.now()
 	d.UpdatedAt = d.CreatedAt
@@ -46,6 +44,23 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		return Document{}, err
 	}
 	return s.settleNow(ctx, d, d.UpdatedAt), nil
+}
+
+// checked runs check and stamps when the references were checked: the
+// time before the lookups, or the creation of the newest tag the check saw
+// if that is later (taxonomy's clock may be ahead, or the tag was created
+// while the check ran). A tag the check saw then never counts as created
+// after it; a tag id created anew later always does.
+func (s *Service) checked(ctx context.Context, in Input) (Document, error) {
+	before := s.now()
+	d, err := check(ctx, s.refs, SanitizeHTML, in)
+	if err != nil {
+		return Document{}, err
+	}
+	if d.RefsAt.Before(before) {
+		d.RefsAt = before
+	}
+	return d, nil
 }
 
 // Update replaces a live document's fields with the full variant body in;
@@ -65,12 +80,11 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if t := Type(in.Type); t.Valid() && t != cur.Type {
 			return Document{}, ErrTypeImmutable
 		}
-		refsAt := s.now()
-		d, err := check(ctx, s.refs, SanitizeHTML, in)
+		d, err := s.checked(ctx, in)
 		if err != nil {
 			return Document{}, err
 		}
-		d.ID, d.CreatedAt, d.UpdatedAt, d.RefsAt = cur.ID, cur.CreatedAt, s.now(), refsAt
+		d.ID, d.CreatedAt, d.UpdatedAt = cur.ID, cur.CreatedAt, s.now()
 		if !d.UpdatedAt.After(cur.UpdatedAt) {
 			d.UpdatedAt = cur.UpdatedAt.Add(time.Millisecond)
 		}
@@ -211,22 +225,28 @@ func (s *Service) SettleUnsettled(ctx context.Context, age time.Duration) (int, 
 	if err != nil {
 		return 0, err
 	}
-	for i, m := range marks {
+	n := 0
+	for _, m := range marks {
 		d, err := s.store.Get(ctx, m.DocumentID)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			// The write never landed, or has not yet: only an old mark goes.
+			// The write never landed (a failed insert, a restore of an
+			// unknown id), or has not yet: an old mark goes, a young one
+			// waits.
+			err = nil
 			if m.At.Before(s.now().Add(-orphanMarkAge)) {
 				err = s.store.Settle(ctx, m, time.Time{}, nil, nil)
 			}
 		case err == nil:
-			_, err = s.settle(ctx, d, m.At)
+			if _, err = s.settle(ctx, d, m.At); err == nil {
+				n++
+			}
 		}
 		if err != nil {
-			return i, fmt.Errorf("settle document %s: %w", m.DocumentID, err)
+			return n, fmt.Errorf("settle document %s: %w", m.DocumentID, err)
 		}
 	}
-	return len(marks), nil
+	return n, nil
 }
 
 // MediaUsers returns the live documents that use a media.

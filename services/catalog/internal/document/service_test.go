@@ -106,14 +106,20 @@ func TestCreateDropsReferencesDeletedDuringTheWrite(t *testing.T) {
 	}
 }
 
-// When the lookup after the write fails, the write still succeeds; the
-// document stays marked and the background pass settles it later.
-func TestUnsettledDocumentsAreSettledLater(t *testing.T) {
-	refs := &racingRefs{
+// downAfterTheWrite: "gone" and "old" are deleted during the write, and
+// the lookups after it fail until err is cleared.
+func downAfterTheWrite() *racingRefs {
+	return &racingRefs{
 		before: refsState{tags: []string{"kept", "gone", "anew"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": img}},
 		after:  refsState{tags: []string{"kept", "anew"}, medias: map[string]document.Media{"img": img, "leaving": img}},
 		err:    &document.UnavailableError{Service: "taxonomy", Err: errors.New("down")},
 	}
+}
+
+// When the lookup after the write fails, the write still succeeds; the
+// document stays marked and the background pass settles it later.
+func TestUnsettledDocumentsAreSettledLater(t *testing.T) {
+	refs := downAfterTheWrite()
 	svc, store := newService(t, refs)
 	ctx := context.Background()
 	d, err := svc.Create(ctx, in)
@@ -150,5 +156,54 @@ func TestMediaBeingDeletedIsRefused(t *testing.T) {
 	_, err := svc.Create(context.Background(), document.Input{Type: "MARKDOWN", Title: "T", Content: "x", ImagesIDs: []string{"img"}})
 	if err == nil || !strings.Contains(err.Error(), "being deleted") {
 		t.Errorf("Create naming a media being deleted = %v, want a validation error", err)
+	}
+}
+
+// Taxonomy's clock may be ahead of the catalog's: a tag created just
+// before the write, "after" it by the catalog's clock, is still the tag
+// the check saw and stays.
+func TestATagCreatedJustBeforeTheWriteStays(t *testing.T) {
+	ahead := map[string]time.Time{"fresh": time.Now().Add(50 * time.Millisecond).UTC().Truncate(time.Millisecond)}
+	refs := &racingRefs{
+		before: refsState{tags: []string{"fresh"}, createdAt: ahead},
+		after:  refsState{tags: []string{"fresh"}, createdAt: ahead},
+	}
+	svc, store := newService(t, refs)
+	ctx := context.Background()
+	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org", TagsIDs: []string{"fresh"}})
+	testkit.Must(t, err, "Create")
+	stored, _ := store.Get(ctx, d.ID)
+	if strings.Join(d.TagsIDs, ",") != "fresh" || strings.Join(stored.TagsIDs, ",") != "fresh" {
+		t.Errorf("answered %v, stored %v; want the fresh tag kept", d.TagsIDs, stored.TagsIDs)
+	}
+	// And a later settle (a restore) keeps it too.
+	_, err = svc.Delete(ctx, d.ID)
+	testkit.Must(t, err, "Delete")
+	r, err := svc.Restore(ctx, d.ID)
+	testkit.Must(t, err, "Restore")
+	if strings.Join(r.TagsIDs, ",") != "fresh" {
+		t.Errorf("restored %v, want the fresh tag kept", r.TagsIDs)
+	}
+}
+
+// A mark whose document does not exist (a restore of an unknown id) does
+// not hold up the others.
+func TestAnOrphanMarkDoesNotBlockTheOthers(t *testing.T) {
+	refs := downAfterTheWrite()
+	svc, store := newService(t, refs)
+	ctx := context.Background()
+	if _, err := svc.Restore(ctx, "no-such-document"); !errors.Is(err, document.ErrNotFound) {
+		t.Fatalf("Restore of an unknown id = %v, want ErrNotFound", err)
+	}
+	d, err := svc.Create(ctx, in)
+	testkit.Must(t, err, "Create")
+	refs.mu.Lock()
+	refs.err = nil
+	refs.mu.Unlock()
+	if n, err := svc.SettleUnsettled(ctx, 0); err != nil || n != 1 {
+		t.Errorf("SettleUnsettled = %d, %v; want the document settled past the orphan mark", n, err)
+	}
+	if got, _ := store.Get(ctx, d.ID); slices.Contains(got.TagsIDs, "gone") {
+		t.Errorf("tags %v still hold the deleted tag", got.TagsIDs)
 	}
 }
