@@ -634,18 +634,6 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 	return res
 }
 
-func listingMedian(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // median is the median of each figure of a target's rounds.
 func (r *listingSizeResult) median(name string) wrkRun {
 	var rps, p50, p99 []float64
@@ -654,7 +642,7 @@ func (r *listingSizeResult) median(name string) wrkRun {
 		p50 = append(p50, float64(w.p50))
 		p99 = append(p99, float64(w.p99))
 	}
-	return wrkRun{rps: listingMedian(rps), p50: time.Duration(listingMedian(p50)), p99: time.Duration(listingMedian(p99))}
+	return wrkRun{rps: median(rps), p50: time.Duration(median(p50)), p99: time.Duration(median(p99))}
 }
 
 // ratios are the medians over the rounds of the same-round ratios of a to
@@ -669,7 +657,7 @@ func (r *listingSizeResult) ratios(a, base string) (rps, p99 float64) {
 		rr = append(rr, x.rps/y.rps)
 		pr = append(pr, float64(x.p99)/float64(y.p99))
 	}
-	return listingMedian(rr), listingMedian(pr)
+	return median(rr), median(pr)
 }
 
 // ---- report ----

@@ -1,21 +1,19 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
 	"github.com/doclib/services/gateway/internal/microcache"
@@ -42,8 +40,8 @@ type options struct {
 type harness struct {
 	url     string
 	hits    map[route.Upstream]*atomic.Int64
-	logs    *syncBuffer // the gateway's logger
-	srvLogs *syncBuffer // net/http's own error log
+	logs    *testkit.Buffer // the gateway's logger
+	srvLogs *testkit.Buffer // net/http's own error log
 }
 
 // start runs a gateway through the real engine in front of real upstream
@@ -56,7 +54,7 @@ func start(t *testing.T, o options) *harness {
 	if o.upstreamTimeout == 0 {
 		o.upstreamTimeout = 5 * time.Second
 	}
-	h := &harness{hits: map[route.Upstream]*atomic.Int64{}, logs: &syncBuffer{}, srvLogs: &syncBuffer{}}
+	h := &harness{hits: map[route.Upstream]*atomic.Int64{}, logs: &testkit.Buffer{}, srvLogs: &testkit.Buffer{}}
 	lg := logging.New(h.logs, "gateway", "debug")
 	transport := proxy.NewTransport(o.upstreamTimeout)
 	checkClient := proxy.NewCheckClient()
@@ -199,22 +197,3 @@ func decodeEcho(t *testing.T, res *http.Response) echoed {
 	}
 	return e
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Contains(sub string) bool { return strings.Contains(s.String(), sub) }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/route"
 )
@@ -428,7 +429,7 @@ func TestClientAbortMidDownload(t *testing.T) {
 		t.Fatal("the upstream kept streaming 10s after the client left")
 	}
 	time.Sleep(100 * time.Millisecond) // let the gateway's handler unwind
-	for _, logs := range []*syncBuffer{h.logs, h.srvLogs} {
+	for _, logs := range []*testkit.Buffer{h.logs, h.srvLogs} {
 		if logs.Contains("panic") || logs.Contains("goroutine ") {
 			t.Errorf("a client leaving mid-stream was logged as a panic:\n%s", logs)
 		}
