@@ -1,0 +1,109 @@
+package rendering
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Cache keeps what a service renders from its store (a Rendering, or a set
+// of them) and renews it when the store's revision moves: a number the
+// store changes after every write (mongox.Revision). Reading it costs one
+// lookup of that number, at most once per maxLag for each reader, instead
+// of a read of the whole collection.
+//
+// Freshness: Invalidate (a write through this replica) makes the next Get
+// load again; writes through other replicas are seen by a Get within its
+// maxLag, by comparing the revision; MaxAge bounds staleness should a
+// revision bump ever be lost (a crash between a write and its bump).
+//
+// While one caller renews, the others are served the current value without
+// waiting (stale-while-revalidate), unless they asked for maxLag 0 or a
+// write through this replica invalidated it: a back-office author reads
+// their own writes at once, through any replica.
+type Cache[T any] struct {
+	// Load builds the value from the store.
+	Load func(ctx context.Context) (T, error)
+	// Revision returns the store's revision.
+	Revision func(ctx context.Context) (int64, error)
+	// MaxAge re-loads a value even though the revision did not move; 0
+	// means never.
+	MaxAge time.Duration
+
+	cur     atomic.Pointer[snapshot[T]]
+	renew   sync.Mutex
+	invalid atomic.Bool
+}
+
+// snapshot is one loaded value; never changed once stored.
+type snapshot[T any] struct {
+	val     T
+	rev     int64
+	made    time.Time // when the revision it was loaded at was read
+	checked time.Time // when the revision was last read and found unchanged
+}
+
+// Invalidate makes the next Get compare the revision and load again, and
+// makes every Get wait for that.
+func (c *Cache[T]) Invalidate() { c.invalid.Store(true) }
+
+// Get returns the value, checking the revision when the last check began
+// more than maxLag before this call (0: a check that begins after this
+// call). Errors are those of Revision and Load.
+func (c *Cache[T]) Get(ctx context.Context, maxLag time.Duration) (T, error) {
+	arrived := time.Now()
+	s := c.cur.Load()
+	if c.fresh(s, arrived, maxLag) {
+		return s.val, nil
+	}
+	if !c.renew.TryLock() {
+		if s != nil && maxLag > 0 && !c.invalid.Load() {
+			return s.val, nil // someone is renewing it
+		}
+		c.renew.Lock()
+	}
+	defer c.renew.Unlock()
+	if s = c.cur.Load(); c.fresh(s, arrived, maxLag) {
+		return s.val, nil // renewed while this call waited
+	}
+	// Cleared before the revision is read: an Invalidate from now on is a
+	// write this check may not see, and leaves the next Get due again.
+	invalid := c.invalid.Swap(false)
+	val, err := c.renewLocked(ctx, s, invalid)
+	if err != nil && invalid {
+		c.invalid.Store(true)
+	}
+	return val, err
+}
+
+// renewLocked compares the revision with s's and loads a new value when it
+// moved (or s is missing, invalid or too old). The caller holds renew.
+func (c *Cache[T]) renewLocked(ctx context.Context, s *snapshot[T], invalid bool) (T, error) {
+	start := time.Now()
+	rev, err := c.Revision(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if s != nil && !invalid && rev == s.rev && !c.tooOld(s, start) {
+		next := *s
+		next.checked = start
+		c.cur.Store(&next)
+		return s.val, nil
+	}
+	val, err := c.Load(ctx)
+	if err != nil {
+		return val, err
+	}
+	c.cur.Store(&snapshot[T]{val: val, rev: rev, made: start, checked: start})
+	return val, nil
+}
+
+func (c *Cache[T]) fresh(s *snapshot[T], arrived time.Time, maxLag time.Duration) bool {
+	return s != nil && !c.invalid.Load() && !s.checked.Before(arrived.Add(-maxLag)) && !c.tooOld(s, arrived)
+}
+
+func (c *Cache[T]) tooOld(s *snapshot[T], now time.Time) bool {
+	return c.MaxAge > 0 && now.Sub(s.made) >= c.MaxAge
+}
