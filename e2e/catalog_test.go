@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"mime/multipart"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -22,25 +20,25 @@ var (
 // Upload sends a file to POST /bo/medias and returns the media id.
 func (st *Stack) Upload(name string, content []byte) string {
 	st.t.Helper()
+	r := st.PostFile(name, content)
+	if r.Status != 201 {
+		st.t.Fatalf("upload %s: %d %s", name, r.Status, r.Body)
+	}
+	var m struct{ ID string }
+	r.JSON(st.t, &m)
+	return m.ID
+}
+
+// PostFile sends a file to POST /bo/medias as the multipart part "file".
+func (st *Stack) PostFile(name string, content []byte) Response {
+	st.t.Helper()
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
 	part, err := w.CreateFormFile("file", name)
 	testkit.Must(st.t, err, "multipart")
 	_, _ = part.Write(content)
 	testkit.Must(st.t, w.Close(), "multipart close")
-	req, _ := http.NewRequest("POST", st.URL+"/bo/medias", &body)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+Token)
-	resp, err := http.DefaultClient.Do(req)
-	testkit.Must(st.t, err, "upload")
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 201 {
-		st.t.Fatalf("upload %s: %d %s", name, resp.StatusCode, raw)
-	}
-	var m struct{ ID string }
-	(Response{Body: raw}).JSON(st.t, &m)
-	return m.ID
+	return st.BO("POST", "/bo/medias", body.Bytes(), "Content-Type", w.FormDataContentType())
 }
 
 type docJSON struct {

@@ -19,19 +19,36 @@ const (
 )
 
 // Connect connects to the NATS server at url as name (shown by the server's
-// monitoring) and returns the connection and its JetStream context.
-//
-// The connection never gives up: it reconnects forever, also when the
-// server is not up yet at start-up, because a service must survive a NATS
-// restart without being restarted itself (the outbox keeps events until
-// NATS is back). Connect waits until the first connection is made or ctx
-// ends. Disconnects and reconnects are logged.
+// monitoring) and returns the connection and its JetStream context, once
+// the first connection is made or ctx ends. See Dial.
 func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	nc, js, err := Dial(url, name, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := waitConnected(ctx, nc); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
+	}
+	return nc, js, nil
+}
+
+// Dial starts connecting to the NATS server at url as name and returns at
+// once, connected or not: a service serves its routes while NATS is down
+// (the outbox keeps the events), also when it starts during the outage.
+//
+// The connection never gives up: it reconnects forever, because a service
+// must survive a NATS restart without being restarted itself. Connects,
+// disconnects and reconnects are logged. Only a malformed url is an error.
+func Dial(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
 	nc, err := nats.Connect(url,
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
 		nats.RetryOnFailedConnect(true),
+		nats.ConnectHandler(func(c *nats.Conn) {
+			log.Info("nats connected", "url", c.ConnectedUrlRedacted(), "name", name)
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil on a deliberate Close or Drain
 				log.Warn("nats disconnected", "error", err)
@@ -51,11 +68,9 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
 	}
-	if err := waitConnected(ctx, nc); err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
+	if !nc.IsConnected() {
+		log.Warn("nats not reachable yet; connecting in the background", "url", url)
 	}
-	log.Info("nats connected", "url", nc.ConnectedUrlRedacted(), "name", name)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
@@ -63,6 +78,9 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 	}
 	return nc, js, nil
 }
+
+// WaitConnected returns once nc is connected, or with ctx's error.
+func WaitConnected(ctx context.Context, nc *nats.Conn) error { return waitConnected(ctx, nc) }
 
 // waitConnected returns once nc is connected: with RetryOnFailedConnect,
 // nats.Connect returns at once even when the server is not reachable.
@@ -117,18 +135,4 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	return nil
-}
-
-// Open connects to NATS as Connect does and makes sure the streams exist:
-// what every publishing or consuming service does at start-up.
-func Open(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
-	nc, js, err := Connect(ctx, url, name, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := EnsureStream(ctx, js); err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, js, nil
 }

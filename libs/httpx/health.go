@@ -13,17 +13,37 @@ import (
 // Check reports whether one dependency is reachable.
 type Check func(ctx context.Context) error
 
-// Health serves /healthz (the process is alive) and /readyz (every named
-// dependency answered within the timeout, and the server is not draining).
+// Health serves /healthz (the process is alive) and /readyz.
+//
+// Readiness means "this process can serve its routes": it fails only when a
+// required check fails (a service's own database) or the server is
+// draining. A dependency that only some routes need (NATS for publishing,
+// the object store for file bytes) is reported but never fails readiness:
+// its outage makes those routes answer 503, and taking every replica out of
+// its Service for it would turn a partial outage into a total one.
 type Health struct {
-	checks   map[string]Check
+	required map[string]Check
+	reported map[string]Check
 	timeout  time.Duration
 	draining atomic.Bool
 }
 
-// NewHealth returns a Health with the given readiness checks.
-func NewHealth(checks map[string]Check) *Health {
-	return &Health{checks: checks, timeout: 2 * time.Second}
+// NewHealth returns a Health whose /readyz needs every check in required
+// to pass.
+func NewHealth(required map[string]Check) *Health {
+	return &Health{required: required, timeout: 2 * time.Second}
+}
+
+// Report adds checks that /readyz shows (status "degraded" when one fails)
+// without failing on them.
+func (h *Health) Report(checks map[string]Check) *Health {
+	if h.reported == nil {
+		h.reported = map[string]Check{}
+	}
+	for name, c := range checks {
+		h.reported[name] = c
+	}
+	return h
 }
 
 // Drain makes /readyz fail from now on, so load balancers stop sending
@@ -39,35 +59,44 @@ func (h *Health) Register(r gin.IRoutes) {
 func (h *Health) ready(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.timeout)
 	defer cancel()
-	results := make(map[string]string, len(h.checks))
+	results := make(map[string]string, len(h.required)+len(h.reported))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	ok := !h.draining.Load()
-	for name, check := range h.checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			status := "ok"
-			if err := check(ctx); err != nil {
-				status = err.Error()
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			results[name] = status
-			if status != "ok" {
-				ok = false
-			}
-		}()
+	var failed, degraded bool
+	run := func(checks map[string]Check, required bool) {
+		for name, check := range checks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status := "ok"
+				if err := check(ctx); err != nil {
+					status = err.Error()
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				results[name] = status
+				if status != "ok" {
+					if required {
+						failed = true
+					} else {
+						degraded = true
+					}
+				}
+			}()
+		}
 	}
+	run(h.required, true)
+	run(h.reported, false)
 	wg.Wait()
 	body := gin.H{"status": "ready", "checks": results}
 	code := http.StatusOK
-	if !ok {
-		code = http.StatusServiceUnavailable
-		body["status"] = "unready"
-		if h.draining.Load() {
-			body["status"] = "draining"
-		}
+	switch {
+	case h.draining.Load():
+		code, body["status"] = http.StatusServiceUnavailable, "draining"
+	case failed:
+		code, body["status"] = http.StatusServiceUnavailable, "unready"
+	case degraded:
+		body["status"] = "degraded"
 	}
 	c.Header("Cache-Control", "no-store")
 	c.JSON(code, body)

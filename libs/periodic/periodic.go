@@ -47,3 +47,49 @@ func Start(ctx context.Context, log *slog.Logger, name string, interval time.Dur
 		<-done
 	}
 }
+
+// Until runs job at once, then again after 1 s, 2 s, 4 s … (10 s at most)
+// while it fails, each run bounded by 10 s, until a run succeeds: start-up
+// work that must not hold up serving (a bucket to make, streams to ensure
+// while the dependency is down). The first failure is logged, and so is the
+// success after it. done is closed when a run has succeeded; stop ends the
+// retries and waits for a run under way.
+func Until(ctx context.Context, log *slog.Logger, name string, job func(context.Context) error) (done <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	succeeded := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		wait := time.Second
+		for failures := 0; ; failures++ {
+			jctx, jcancel := context.WithTimeout(ctx, 10*time.Second)
+			err := job(jctx)
+			jcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				if failures > 0 {
+					log.Info(name+" done", "attempts", failures+1)
+				}
+				close(succeeded)
+				return
+			}
+			if failures == 0 {
+				log.Warn(name+" failed; retried in the background", "error", err)
+			} else {
+				log.Debug(name+" still failing", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 10*time.Second)
+		}
+	}()
+	return succeeded, func() {
+		cancel()
+		<-finished
+	}
+}

@@ -1,7 +1,8 @@
 // Package process holds what each data service of the library opens when it
 // starts, in the same order for all of them: its logger, telemetry, the
-// MongoDB client and the NATS connection (with the LIBRARY stream ensured).
-// Close releases them in the reverse order when the service exits.
+// MongoDB client and the NATS connection (the LIBRARY stream ensured once
+// NATS answers). Close releases them in the reverse order when the service
+// exits.
 package process
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +21,7 @@ import (
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/telemetry"
 )
@@ -31,7 +34,8 @@ type Process struct {
 	NATS  *nats.Conn // nil until OpenNATS
 	JS    jetstream.JetStream
 
-	closers []func()
+	natsReady <-chan struct{} // closed once connected with the streams ensured
+	closers   []func()
 }
 
 // Start makes the logger (JSON on stderr, at logLevel), logs env's
@@ -64,28 +68,89 @@ func IndexError(err error) error {
 	return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
 }
 
-// OpenNATS connects to NATS at url and ensures the library's streams.
+// OpenNATS starts connecting to NATS at url and returns at once: the
+// service starts and serves its routes while NATS is down (deletions keep
+// their events in the outbox, the relay retries). In the background, once
+// connected, it ensures the library's streams (retried until done) and
+// then runs what WhenNATS was given. Only a malformed url is an error.
 func (p *Process) OpenNATS(ctx context.Context, url string) error {
-	nc, js, err := events.Open(ctx, url, p.Name, p.Log)
+	nc, js, err := events.Dial(url, p.Name, p.Log)
 	if err != nil {
 		return err
 	}
 	p.NATS, p.JS = nc, js
-	p.onClose(func() { _ = nc.Drain() })
+	ready, stop := periodic.Until(ctx, p.Log, "nats streams", func(ctx context.Context) error {
+		if err := events.WaitConnected(ctx, nc); err != nil {
+			return err
+		}
+		return events.EnsureStream(ctx, js)
+	})
+	p.natsReady = ready
+	p.onClose(func() {
+		stop()
+		_ = nc.Drain() // closes at once when not connected
+	})
 	return nil
 }
 
-// Health returns the readiness checks of MongoDB and, once opened, NATS,
-// plus extra ones.
+// WhenNATS runs start in the background once NATS is connected and the
+// streams exist, retrying it while it fails. The returned stop waits for
+// a start under way, then stops what it started; when start never ran, it
+// only stops waiting. Catalog starts its consumers this way, so it serves
+// documents while NATS is down and consumes once NATS is up.
+func (p *Process) WhenNATS(what string, start func(ctx context.Context) (stop func(context.Context) error, err error)) (stop func(context.Context) error) {
+	if p.natsReady == nil {
+		panic("process: WhenNATS before OpenNATS")
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var (
+		mu          sync.Mutex
+		stopStarted func(context.Context) error
+		stopRetries func()
+	)
+	go func() {
+		defer close(done)
+		select {
+		case <-p.natsReady:
+		case <-bg.Done():
+			return
+		}
+		_, stopRetries = periodic.Until(bg, p.Log, what, func(ctx context.Context) error {
+			s, err := start(ctx)
+			if err == nil {
+				mu.Lock()
+				stopStarted = s
+				mu.Unlock()
+			}
+			return err
+		})
+	}()
+	return func(ctx context.Context) error {
+		cancel()
+		<-done
+		if stopRetries != nil {
+			stopRetries()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if stopStarted == nil {
+			return nil
+		}
+		return stopStarted(ctx)
+	}
+}
+
+// Health returns the readiness of this process: MongoDB is required (no
+// route works without it); NATS, once opened, and the extra checks are
+// reported without failing readiness, since their outage only degrades
+// the routes that need them.
 func (p *Process) Health(extra map[string]httpx.Check) *httpx.Health {
-	checks := map[string]httpx.Check{"mongodb": mongox.Ping(p.Mongo)}
+	h := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(p.Mongo)})
 	if p.NATS != nil {
-		checks["nats"] = events.Ready(p.NATS)
+		h.Report(map[string]httpx.Check{"nats": events.Ready(p.NATS)})
 	}
-	for k, c := range extra {
-		checks[k] = c
-	}
-	return httpx.NewHealth(checks)
+	return h.Report(extra)
 }
 
 func (p *Process) onClose(f func()) { p.closers = append(p.closers, f) }

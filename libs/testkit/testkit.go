@@ -1,7 +1,8 @@
 // Package testkit starts real backing servers for tests: one FerretDB and
 // one MinIO per test binary, shared by its tests, each test with a fresh
-// database or bucket of its own; and a fresh NATS server per test. Use Main
-// from TestMain so the shared servers stop with the tests.
+// database or bucket of its own; a fresh NATS server per test; and a MinIO
+// of a test's own for outage tests. Use Main from TestMain so the shared
+// servers stop with the tests.
 package testkit
 
 import (
@@ -178,6 +179,48 @@ func MinIO(t testing.TB) devserver.MinIOCredentials {
 		t.Fatalf("testkit: start MinIO: %v", err)
 	}
 	return minioCfg
+}
+
+// MinIOServer is a MinIO of one test's own, for tests that stop and start
+// it (an outage) without disturbing the shared one.
+type MinIOServer struct {
+	t        testing.TB
+	Creds    devserver.MinIOCredentials
+	console  string
+	dir, bin string
+	proc     *devserver.Process
+}
+
+// OwnMinIO starts a MinIO for t alone, stopped when t ends.
+func OwnMinIO(t testing.TB) *MinIOServer {
+	t.Helper()
+	bin, err := devserver.BinDir()
+	Must(t, err, "testkit: MinIO binary")
+	addr, err := devserver.FreeAddr()
+	Must(t, err, "testkit: free address")
+	console, err := devserver.FreeAddr()
+	Must(t, err, "testkit: free address")
+	m := &MinIOServer{t: t, console: console, dir: t.TempDir(), bin: bin,
+		Creds: devserver.MinIOCredentials{Endpoint: addr, AccessKey: "testkit", SecretKey: "testkit-secret"}}
+	m.Start()
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// Start starts the server (again), on the same address and data.
+func (m *MinIOServer) Start() {
+	m.t.Helper()
+	p, err := devserver.MinIO(context.Background(), m.bin, m.Creds.Endpoint, m.console, m.dir, m.Creds, serverOutput())
+	Must(m.t, err, "testkit: start MinIO")
+	m.proc = p
+}
+
+// Stop stops the server; a second Stop does nothing.
+func (m *MinIOServer) Stop() {
+	if m.proc != nil {
+		m.proc.Stop()
+		m.proc = nil
+	}
 }
 
 // serverOutput is where shared servers log: nowhere, unless

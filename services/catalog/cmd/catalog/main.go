@@ -94,10 +94,11 @@ func run(ctx context.Context) error {
 	stopRelay := relay.Start()
 	defer stopRelay()
 	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
-	stopConsumers, err := consumers.Start(ctx, p.JS, store, refs, log)
-	if err != nil {
-		return err
-	}
+	// Documents are served while NATS is down; the consumers start once it
+	// is up (their durable positions wait in the stream meanwhile).
+	stopConsumers := p.WhenNATS("consumers", func(ctx context.Context) (func(context.Context) error, error) {
+		return consumers.Start(ctx, p.JS, store, refs, log)
+	})
 
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)

@@ -75,20 +75,20 @@ func run(ctx context.Context) (err error) {
 	}
 
 	transport := proxy.NewTransport(cfg.UpstreamTimeout)
-	checkClient := proxy.NewCheckClient()
 	upstreams := map[route.Upstream]http.Handler{}
 	origins := map[route.Upstream]microcache.Origin{}
-	checks := map[string]httpx.Check{}
 	for name, u := range cfg.Upstreams {
 		upstreams[name] = proxy.New(string(name), u, transport, log)
 		origins[name] = microcache.Origin{Target: u, Transport: transport, Fail: proxy.ErrorHandler(string(name), log)}
-		checks[string(name)] = proxy.ReadyCheck(checkClient, u)
 	}
 	var cache *microcache.Cache
 	if cfg.PublicCacheTTL > 0 {
 		cache = microcache.New(cfg.PublicCacheTTL, maxCachedBody)
 	}
-	health := httpx.NewHealth(checks)
+	// Ready means this process can serve: it depends on no upstream, so an
+	// outage of one service never takes the whole edge out of its Service
+	// (its routes answer 502/503/504 meanwhile).
+	health := httpx.NewHealth(nil)
 
 	var limiter *ratelimit.Limiter
 	if cfg.PublicRateLimit > 0 {

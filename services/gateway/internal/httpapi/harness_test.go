@@ -57,10 +57,8 @@ func start(t *testing.T, o options) *harness {
 	h := &harness{hits: map[route.Upstream]*atomic.Int64{}, logs: &testkit.Buffer{}, srvLogs: &testkit.Buffer{}}
 	lg := logging.New(h.logs, "gateway", "debug")
 	transport := proxy.NewTransport(o.upstreamTimeout)
-	checkClient := proxy.NewCheckClient()
 	upstreams := map[route.Upstream]http.Handler{}
 	origins := map[route.Upstream]microcache.Origin{}
-	checks := map[string]httpx.Check{}
 	for _, name := range route.Upstreams() {
 		handler := o.handlers[name]
 		if handler == nil {
@@ -85,7 +83,6 @@ func start(t *testing.T, o options) *harness {
 		}
 		upstreams[name] = proxy.New(string(name), u, transport, lg)
 		origins[name] = microcache.Origin{Target: u, Transport: transport, Fail: proxy.ErrorHandler(string(name), lg)}
-		checks[string(name)] = proxy.ReadyCheck(checkClient, u)
 	}
 	var cache *microcache.Cache
 	if o.cacheTTL > 0 {
@@ -97,7 +94,7 @@ func start(t *testing.T, o options) *harness {
 	}
 	engine, err := httpapi.New(httpapi.Deps{
 		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Auth: authenticate, Limiter: o.limiter,
-		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(checks),
+		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -177,36 +176,4 @@ func LimitBody(w http.ResponseWriter, r *http.Request, limit int64, detail strin
 	r = r.WithContext(context.WithValue(r.Context(), guardKey{}, g))
 	r.Body = guardedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), g: g}
 	return r
-}
-
-// ReadyCheck returns a readiness check asking the upstream at base for its
-// /readyz. Its errors are short, fixed words: they are shown on the
-// gateway's own /readyz.
-func ReadyCheck(client *http.Client, base *url.URL) httpx.Check {
-	u := base.JoinPath("/readyz").String()
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return errors.New("misconfigured")
-		}
-		res, err := client.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return errors.New("no answer in time")
-			}
-			return errors.New("unreachable")
-		}
-		defer res.Body.Close()
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("not ready (%d)", res.StatusCode)
-		}
-		return nil
-	}
-}
-
-// NewCheckClient returns the client readiness checks use: not traced (probes
-// are kept out of traces), with a short overall timeout.
-func NewCheckClient() *http.Client {
-	return &http.Client{Transport: newBaseTransport(time.Second), Timeout: 2 * time.Second}
 }

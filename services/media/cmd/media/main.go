@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/url"
 	"os"
@@ -34,10 +33,6 @@ const service = "media"
 // sweepEvery is how often this replica finishes interrupted deletions until
 // the outbox relay takes the sweep over.
 const sweepEvery = time.Minute
-
-// bucketWait bounds the retries of the bucket check at start-up: a storage
-// that starts after this service is waited for, not crash-looped on.
-const bucketWait = 60 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -111,9 +106,11 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureBucket(ctx, log, blobs); err != nil {
-		return fmt.Errorf("s3 bucket %s (is S3_ENDPOINT reachable, are the keys right?): %w", cfg.s3.Bucket, err)
-	}
+	// Media records are served while the object store is down (uploads and
+	// downloads answer 503), also when it is down at start-up: the bucket
+	// is made in the background.
+	_, stopBucket := periodic.Until(ctx, log, fmt.Sprintf("s3 bucket %s (is S3_ENDPOINT reachable, are the keys right?)", cfg.s3.Bucket), blobs.EnsureBucket)
+	defer stopBucket()
 
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
 	// Several replicas may sweep at once: it is idempotent.
@@ -139,25 +136,4 @@ func run(ctx context.Context) error {
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	return err
-}
-
-// ensureBucket creates the bucket, retrying with backoff while the storage
-// is not reachable yet.
-func ensureBucket(ctx context.Context, log *slog.Logger, blobs *miniostore.Store) error {
-	ctx, cancel := context.WithTimeout(ctx, bucketWait)
-	defer cancel()
-	wait := 500 * time.Millisecond
-	for {
-		err := blobs.EnsureBucket(ctx)
-		if err == nil {
-			return nil
-		}
-		log.Warn("object storage not ready; retrying", "error", err, "in", wait.String())
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
 }

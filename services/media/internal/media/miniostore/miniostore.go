@@ -217,8 +217,8 @@ func (s *Store) IncompleteUploads(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// classify maps storage errors: a missing object is media.ErrNotFound; the
-// storage refusing a request (4xx: credentials, a bad bucket) stays as it
+// classify maps storage errors: a missing object is media.ErrNotFound; a
+// missing bucket, not made yet, is unavailable; the storage refusing a request (4xx: credentials, a bad bucket) stays as it
 // is, a bug or misconfiguration; anything else (unreachable, timed out,
 // 5xx) is media.ErrStorageUnavailable.
 func classify(err error) error {
@@ -230,6 +230,9 @@ func classify(err error) error {
 		switch {
 		case resp.Code == "NoSuchKey":
 			return media.ErrNotFound
+		case resp.Code == "NoSuchBucket":
+			// Made in the background at start-up (the storage was down).
+			return fmt.Errorf("%w: %w", media.ErrStorageUnavailable, err)
 		case resp.StatusCode >= 400 && resp.StatusCode < 500:
 			return fmt.Errorf("object storage refused: %w", err)
 		}
