@@ -25,6 +25,7 @@ import (
 type Process struct {
 	Name string
 	cmd  *exec.Cmd
+	stop syscall.Signal
 	done chan struct{}
 	err  error
 	once sync.Once
@@ -40,11 +41,20 @@ func Start(name, bin string, args, env []string, out io.Writer) (*Process, error
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return StartCmd(name, cmd, syscall.SIGTERM)
+}
+
+// StartCmd starts a prepared command as a Process that Stop ends with
+// stop (then SIGKILL after 10 s). The child is killed if this process dies.
+func StartCmd(name string, cmd *exec.Cmd, stop syscall.Signal) (*Process, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, cmd: cmd, stop: stop, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -58,10 +68,11 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Err is the exit error, once Done is closed.
 func (p *Process) Err() error { return p.err }
 
-// Stop sends SIGTERM, waits up to 10 s, then kills. It is safe to call twice.
+// Stop sends the stop signal (SIGTERM unless StartCmd said otherwise),
+// waits up to 10 s, then kills. It is safe to call twice.
 func (p *Process) Stop() {
 	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.cmd.Process.Signal(p.stop)
 		select {
 		case <-p.done:
 		case <-time.After(10 * time.Second):

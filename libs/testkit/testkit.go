@@ -33,8 +33,7 @@ type shared struct {
 
 var (
 	ferret shared
-	ferURI string
-	mc     *mongo.Client
+	ferDB  devserver.Database
 
 	minio    shared
 	minioCfg devserver.MinIOCredentials
@@ -64,13 +63,23 @@ func (s *shared) start(name string, run func(dir string) (*devserver.Process, er
 	return s.err
 }
 
-// MongoURI returns the URI of this test binary's FerretDB, starting it the
-// first time. Set TEST_MONGODB_URI to use another server (a real MongoDB).
+// MongoURI returns the URI of this test binary's development database,
+// starting it the first time: FerretDB behind the write gate that makes
+// its writes atomic as MongoDB's, on PostgreSQL where the machine has it
+// (SQLite otherwise, or with DEV_DATABASE_BACKEND=sqlite). Set
+// TEST_MONGODB_URI to use another server (a real MongoDB).
 func MongoURI(t testing.TB) string {
 	t.Helper()
 	if uri := os.Getenv("TEST_MONGODB_URI"); uri != "" {
 		return uri
 	}
+	return DevDatabase(t).URI
+}
+
+// DevDatabase starts (the first time) and describes this test binary's
+// development database; it ignores TEST_MONGODB_URI.
+func DevDatabase(t testing.TB) devserver.Database {
+	t.Helper()
 	err := ferret.start("ferretdb", func(dir string) (*devserver.Process, error) {
 		bin, err := devserver.BinDir()
 		if err != nil {
@@ -80,14 +89,14 @@ func MongoURI(t testing.TB) string {
 		if err != nil {
 			return nil, err
 		}
-		p, uri, err := devserver.FerretDB(context.Background(), bin, addr, dir, serverOutput())
-		ferURI = uri
+		p, db, err := devserver.FerretDB(context.Background(), bin, addr, dir, serverOutput())
+		ferDB = db
 		return p, err
 	})
 	if err != nil {
 		t.Fatalf("testkit: start FerretDB: %v", err)
 	}
-	return ferURI
+	return ferDB
 }
 
 // Mongo returns a fresh, empty database on the shared server, dropped when

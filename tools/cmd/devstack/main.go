@@ -100,13 +100,14 @@ func run(ctx context.Context) error {
 	defer st.stop()
 	say("starting backing servers (logs in .data/logs/)")
 	if mongoURI == "" {
-		p, uri, err := devserver.FerretDB(ctx, bin, mongoAddr, filepath.Join(data, "ferretdb"), logFile(logs, "ferretdb"))
+		p, db, err := devserver.FerretDB(ctx, bin, mongoAddr, filepath.Join(data, "ferretdb"), logFile(logs, "ferretdb"))
 		if err != nil {
 			return err
 		}
 		st.add(p)
-		mongoURI = uri
-		say("  FerretDB (MongoDB protocol)  " + uri)
+		mongoURI = db.URI
+		say("  FerretDB (MongoDB protocol)  " + db.URI)
+		say(fmt.Sprintf("    on %s, write gate %s: %s", db.Backend, db.Gate, db.Reason))
 	}
 	if natsURL == "" {
 		ns, err := devserver.NATS(natsAddr, filepath.Join(data, "nats"))

@@ -1,0 +1,300 @@
+// Package wiregate is a MongoDB wire-protocol proxy that gives FerretDB v1
+// MongoDB's single-document atomicity: every write command passes through
+// one lock, held from the moment the request is forwarded until its answer
+// has come back, so no two writes ever run at the same time.
+//
+// Reads take no lock. They need none (FerretDB writes a document back in
+// one SQL statement, so a read sees it whole, before or after), and they
+// must not wait: on PostgreSQL an open cursor holds a table lock until the
+// client reads it to the end, and a write or a drop may wait for that lock
+// inside FerretDB while holding the gate. Had the cursor's next getMore to
+// wait for the gate, neither would ever move.
+//
+// FerretDB v1 applies an update by reading the document, applying the
+// operators in Go and writing the whole document back, outside any lock
+// (internal/handler/common/update.go, FerretDB issue #3040): two concurrent
+// updates of one document lose one of them, and a conditional update can
+// act on a state that no longer holds. MongoDB never does either. Every
+// client of the development and test database talks to FerretDB through
+// one gate process, so serialising writes there is enough; the services
+// themselves keep talking plain MongoDB and need none of this in
+// production.
+package wiregate
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// Wire protocol constants (MongoDB's "Wire Protocol" reference).
+const (
+	headerLen   = 16
+	opMsg       = 2013
+	maxMsgBytes = 48_000_000 // MongoDB's maxMessageSizeBytes
+
+	flagChecksumPresent = 1 << 0
+	flagMoreToCome      = 1 << 1
+)
+
+// reads are the commands that change nothing: they pass without the lock.
+// Anything else, including commands this list does not know, is treated as
+// a write and runs alone: the safe side of a mistake is slowness.
+var reads = map[string]bool{
+	"find": true, "getMore": true, "aggregate": true, "count": true, "distinct": true,
+	"listCollections": true, "listIndexes": true, "listDatabases": true, "explain": true,
+	"killCursors": true, "endSessions": true,
+	"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
+	"getParameter": true, "getLog": true, "hostInfo": true, "serverStatus": true, "dbStats": true,
+	"collStats": true, "dataSize": true, "connectionStatus": true, "whatsmyuri": true,
+	"getCmdLineOpts": true, "saslStart": true, "saslContinue": true, "getFreeMonitoringStatus": true,
+	"listCommands": true, "validate": true,
+}
+
+// Gate forwards client connections to FerretDB, one upstream connection per
+// client connection.
+type Gate struct {
+	// Dial opens a connection to FerretDB (its private socket).
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Off forwards without taking the lock, to show what the gate prevents.
+	Off bool
+	Log *slog.Logger
+
+	lock   sync.Mutex
+	writes atomic.Int64
+}
+
+// Writes returns how many write commands went through the gate.
+func (g *Gate) Writes() int64 { return g.writes.Load() }
+
+// Serve accepts connections on l until ctx ends or l fails.
+func (g *Gate) Serve(ctx context.Context, l net.Listener) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	conns := newConnSet()
+	defer conns.closeAll()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		conns.add(c)
+		wg.Go(func() {
+			defer conns.remove(c)
+			if err := g.proxy(ctx, c); err != nil && !isClosed(err) {
+				g.Log.Debug("gate: connection ended", "error", err)
+			}
+		})
+	}
+}
+
+// proxy serves one client connection: read a request, classify it, forward
+// it under the lock and relay its answer.
+func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
+	defer client.Close()
+	up, err := g.Dial(ctx)
+	if err != nil {
+		return fmt.Errorf("dial ferretdb: %w", err)
+	}
+	defer up.Close()
+	cr, ur := bufio.NewReader(client), bufio.NewReader(up)
+	for {
+		req, err := readMessage(cr)
+		if err != nil {
+			return err
+		}
+		if err := g.exchange(req, up, ur, client); err != nil {
+			return err
+		}
+	}
+}
+
+// exchange forwards req and relays its answer, under the lock the request
+// needs.
+func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Conn) error {
+	write, moreToCome := classify(req)
+	if write && !g.Off {
+		g.lock.Lock()
+		defer g.lock.Unlock()
+		g.writes.Add(1)
+	}
+	if _, err := up.Write(req); err != nil {
+		return err
+	}
+	if moreToCome {
+		// No answer will come (an unacknowledged write). FerretDB handles
+		// one connection's messages in order, so the answer to a ping sent
+		// after it means the write is done: only then may the lock go.
+		return awaitDone(up, ur)
+	}
+	// One answer, or several when the server streams (moreToCome set on
+	// each but the last).
+	for {
+		resp, err := readMessage(ur)
+		if err != nil {
+			return err
+		}
+		if write {
+			resp = duplicateKeyAsMongoDB(resp)
+		}
+		if _, err := client.Write(resp); err != nil {
+			return err
+		}
+		if !msgMoreToCome(resp) {
+			return nil
+		}
+	}
+}
+
+// classify tells whether req must run alone, and whether it expects no
+// answer.
+func classify(req []byte) (write, moreToCome bool) {
+	if opCode(req) != opMsg {
+		// OP_QUERY (a legacy handshake), OP_COMPRESSED: not worth parsing.
+		return true, false
+	}
+	moreToCome = msgMoreToCome(req)
+	name, ok := commandName(req)
+	return !ok || !reads[name], moreToCome
+}
+
+func opCode(msg []byte) int32 { return int32(binary.LittleEndian.Uint32(msg[12:16])) }
+
+func msgMoreToCome(msg []byte) bool {
+	return opCode(msg) == opMsg && len(msg) >= headerLen+4 &&
+		binary.LittleEndian.Uint32(msg[16:20])&flagMoreToCome != 0
+}
+
+// commandName returns the first key of an OP_MSG's body section (kind 0):
+// the command.
+func commandName(msg []byte) (string, bool) {
+	if len(msg) < headerLen+4 {
+		return "", false
+	}
+	flags := binary.LittleEndian.Uint32(msg[16:20])
+	end := len(msg)
+	if flags&flagChecksumPresent != 0 {
+		end -= 4
+	}
+	for p := headerLen + 4; p < end; {
+		kind := msg[p]
+		p++
+		if p+4 > end {
+			return "", false
+		}
+		size := int(int32(binary.LittleEndian.Uint32(msg[p : p+4])))
+		if size < 5 || p+size > end {
+			return "", false
+		}
+		if kind == 0 {
+			doc := msg[p : p+size]
+			// int32 length, then the first element: type byte, cstring name.
+			if len(doc) < 6 || doc[4] == 0 {
+				return "", false
+			}
+			for i := 5; i < len(doc); i++ {
+				if doc[i] == 0 {
+					return string(doc[5:i]), true
+				}
+			}
+			return "", false
+		}
+		p += size // kind 1: a document sequence, size included
+	}
+	return "", false
+}
+
+// readMessage reads one whole wire message.
+func readMessage(r *bufio.Reader) ([]byte, error) {
+	var h [headerLen]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.LittleEndian.Uint32(h[0:4])))
+	if n < headerLen || n > maxMsgBytes {
+		return nil, fmt.Errorf("wire message of %d bytes", n)
+	}
+	msg := make([]byte, n)
+	copy(msg, h[:])
+	if _, err := io.ReadFull(r, msg[headerLen:]); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// pingMsg is an OP_MSG {ping: 1, $db: "admin"} with a request id no driver
+// uses (drivers count up from 1).
+var pingMsg = func() []byte {
+	doc := []byte{}
+	doc = append(doc, 0x10) // int32
+	doc = append(doc, "ping\x00"...)
+	doc = binary.LittleEndian.AppendUint32(doc, 1)
+	doc = append(doc, 0x02) // string
+	doc = append(doc, "$db\x00"...)
+	doc = binary.LittleEndian.AppendUint32(doc, uint32(len("admin")+1))
+	doc = append(doc, "admin\x00"...)
+	doc = append(doc, 0x00)
+	doc = append(binary.LittleEndian.AppendUint32(nil, uint32(len(doc)+4)), doc...)
+
+	body := binary.LittleEndian.AppendUint32(nil, 0) // flags
+	body = append(body, 0)                           // section kind 0
+	body = append(body, doc...)
+	msg := binary.LittleEndian.AppendUint32(nil, uint32(headerLen+len(body)))
+	msg = binary.LittleEndian.AppendUint32(msg, 0x7fff_0000) // request id
+	msg = binary.LittleEndian.AppendUint32(msg, 0)           // response to
+	msg = binary.LittleEndian.AppendUint32(msg, opMsg)
+	return append(msg, body...)
+}()
+
+// awaitDone sends a ping on the upstream connection and swallows its answer.
+func awaitDone(up net.Conn, ur *bufio.Reader) error {
+	if _, err := up.Write(pingMsg); err != nil {
+		return err
+	}
+	_, err := readMessage(ur)
+	return err
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// connSet tracks open client connections so Serve can close them at exit.
+type connSet struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+func newConnSet() *connSet { return &connSet{m: map[net.Conn]struct{}{}} }
+
+func (s *connSet) add(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[c] = struct{}{}
+}
+
+func (s *connSet) remove(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, c)
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.m {
+		_ = c.Close()
+	}
+}
