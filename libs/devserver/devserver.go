@@ -46,11 +46,15 @@ func Start(name, bin string, args, env []string, out io.Writer) (*Process, error
 
 // StartCmd starts a prepared command as a Process that Stop ends with
 // stop (then SIGKILL after 10 s). The child is killed if this process dies.
+// It runs in a process group of its own, so a Ctrl-C in the terminal
+// reaches only this process, which stops its children in its own order
+// (the database last, after the services' final writes).
 func StartCmd(name string, cmd *exec.Cmd, stop syscall.Signal) (*Process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
