@@ -264,6 +264,7 @@ func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConf
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: consume: %w", cfg.Name, err)
 	}
+	consumerMetrics(cfg.Name)
 	c.log.Info("consumer started", "subjects", cfg.Subjects, "maxDeliver", cfg.MaxDeliver)
 	return c, nil
 }
@@ -352,13 +353,14 @@ func (c *Consumer) applyBatch(batch []jetstream.Msg) {
 		if IsTransient(err) {
 			// One by one would fail the same way, each after its timeout.
 			delay := c.backoff(1)
-			c.log.Warn("batch failed, a dependency is unavailable; retried", "events", len(msgs), "error", err, "retryIn", delay)
+			c.log.WarnContext(ctx, "batch failed, a dependency is unavailable; retried", "events", len(msgs), "error", err, "retryIn", delay)
 			for _, msg := range msgs {
 				_ = msg.NakWithDelay(delay)
 			}
+			retriedTotal.WithLabelValues(c.cfg.Name, retryUnavailable).Add(float64(len(msgs)))
 			return
 		}
-		c.log.Warn("batch failed; applying its events one by one", "events", len(msgs), "error", err)
+		c.log.WarnContext(ctx, "batch failed; applying its events one by one", "events", len(msgs), "error", err)
 		for _, msg := range msgs {
 			c.handle(msg)
 		}
@@ -367,10 +369,11 @@ func (c *Consumer) applyBatch(batch []jetstream.Msg) {
 	for i, msg := range msgs {
 		log := c.log.With("eventId", envs[i].ID, "subject", msg.Subject(), "delivery", 1, "batch", len(msgs))
 		if err := msg.Ack(); err != nil {
-			log.Warn("event applied, ack failed", "error", err)
+			log.WarnContext(ctx, "event applied, ack failed", "error", err)
 			continue
 		}
-		log.Info("event applied")
+		appliedTotal.WithLabelValues(c.cfg.Name).Inc()
+		log.InfoContext(ctx, "event applied")
 	}
 }
 
@@ -435,10 +438,11 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		if aerr := msg.Ack(); aerr != nil {
 			// The event is applied; it will be redelivered and applied
 			// again, which an idempotent handler absorbs.
-			log.Warn("event applied, ack failed", "error", aerr)
+			log.WarnContext(ctx, "event applied, ack failed", "error", aerr)
 			return
 		}
-		log.Info("event applied")
+		appliedTotal.WithLabelValues(c.cfg.Name).Inc()
+		log.InfoContext(ctx, "event applied")
 	case IsPermanent(err):
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "permanent failure")
@@ -455,13 +459,14 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "will retry")
 		delay := c.backoff(md.NumDelivered)
-		what := "event failed, will retry"
+		what, reason := "event failed, will retry", retryFailed
 		if IsTransient(err) {
-			what = "event failed, a dependency is unavailable; retried until it is back"
+			what, reason = "event failed, a dependency is unavailable; retried until it is back", retryUnavailable
 		}
-		log.Warn(what, "error", err, "retryIn", delay)
+		log.WarnContext(ctx, what, "error", err, "retryIn", delay)
+		retriedTotal.WithLabelValues(c.cfg.Name, reason).Inc()
 		if nerr := msg.NakWithDelay(delay); nerr != nil {
-			log.Warn("nak failed; redelivery after the ack wait", "error", nerr)
+			log.WarnContext(ctx, "nak failed; redelivery after the ack wait", "error", nerr)
 		}
 	}
 }
@@ -523,15 +528,16 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, md *jetstr
 	defer cancel()
 	if _, err := c.js.PublishMsg(ctx, dlq, jetstream.WithMsgID(c.cfg.Name+":"+eventID), jetstream.WithExpectStream(DLQStream)); err != nil {
 		delay := c.backoff(md.NumDelivered)
-		log.Error("dead-letter failed, message left for redelivery", "reason", reason, "error", err,
+		log.ErrorContext(ctx, "dead-letter failed, message left for redelivery", "reason", reason, "error", err,
 			"streamSeq", md.Sequence.Stream, "retryIn", delay)
 		_ = msg.NakWithDelay(delay)
 		return false
 	}
+	deadLetteredTotal.WithLabelValues(c.cfg.Name).Inc()
 	if err := msg.TermWithReason("dead-lettered: " + reason); err != nil {
-		log.Warn("dead-lettered, term failed", "error", err)
+		log.WarnContext(ctx, "dead-lettered, term failed", "error", err)
 	}
-	log.Error("event dead-lettered", "reason", reason, "dlqSubject", dlq.Subject, "streamSeq", md.Sequence.Stream)
+	log.ErrorContext(ctx, "event dead-lettered", "reason", reason, "dlqSubject", dlq.Subject, "streamSeq", md.Sequence.Stream)
 	return true
 }
 

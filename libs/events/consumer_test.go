@@ -133,6 +133,17 @@ func TestConsumerAcksOnSuccess(t *testing.T) {
 	if n := len(rec.callsFor(ev.ID)); n != 1 {
 		t.Errorf("first event handled %d times after a restart, want 1", n)
 	}
+	wantMetric(t, "doclib_events_applied_total", 2, "consumer", cfg.Name)
+	wantMetric(t, "doclib_events_retried_total", 0, "consumer", cfg.Name)
+}
+
+// wantMetric fails t unless the process's metric name, over the series with
+// labels, is want.
+func wantMetric(t *testing.T, name string, want float64, labels ...string) {
+	t.Helper()
+	if got := testkit.Metric(t, name, labels...); got != want {
+		t.Errorf("%s%v = %v, want %v", name, labels, got, want)
+	}
 }
 
 func TestConsumerRetriesAFailureWithBackoff(t *testing.T) {
@@ -161,6 +172,8 @@ func TestConsumerRetriesAFailureWithBackoff(t *testing.T) {
 	if streamMsgs(t, js, events.DLQStream) != 0 {
 		t.Error("a transient failure that then succeeded reached dead-letter")
 	}
+	wantMetric(t, "doclib_events_retried_total", 1, "consumer", cfg.Name, "reason", "failed")
+	wantMetric(t, "doclib_events_applied_total", 1, "consumer", cfg.Name)
 }
 
 func TestConsumerDuplicateEvents(t *testing.T) {
@@ -261,6 +274,8 @@ func TestConsumerDeadLettersPoisonAndKeepsFlowing(t *testing.T) {
 	if string(last.Data) != string(m.Data) {
 		t.Errorf("dead letter data %s, want the original %s", last.Data, m.Data)
 	}
+	wantMetric(t, "doclib_events_dead_lettered_total", 2, "consumer", cfg.Name)
+	wantMetric(t, "doclib_events_applied_total", 1, "consumer", cfg.Name)
 }
 
 func TestConsumerDeadLettersAfterMaxDeliver(t *testing.T) {
@@ -425,6 +440,11 @@ func TestConsumerOutlastsAnOutage(t *testing.T) {
 	if n := streamMsgs(t, js, events.DLQStream); n != 0 {
 		t.Errorf("%d events dead-lettered, want none", n)
 	}
+	if n := testkit.Metric(t, "doclib_events_retried_total", "consumer", cfg.Name, "reason", "unavailable"); n < 5 {
+		t.Errorf("%v retries counted as unavailable, want at least one per event", n)
+	}
+	wantMetric(t, "doclib_events_dead_lettered_total", 0, "consumer", cfg.Name)
+	wantMetric(t, "doclib_events_applied_total", 5, "consumer", cfg.Name)
 }
 
 // TestConsumerBatches: a burst goes to the batch handler in few calls and

@@ -166,6 +166,10 @@ func TestPublishSetsHeadersAndDeduplicates(t *testing.T) {
 	if n := streamMsgs(t, js, events.Stream); n != 1 {
 		t.Fatalf("stream holds %d messages after publishing one event twice, want 1", n)
 	}
+	// The only test publishing this subject: the duplicate is not counted.
+	if n := testkit.Metric(t, "doclib_events_published_total", "subject", events.MediaDeleted); n != 1 {
+		t.Errorf("doclib_events_published_total{subject=%s} = %v, want 1", events.MediaDeleted, n)
+	}
 	s, _ := js.Stream(ctx, events.Stream)
 	msg, err := s.GetLastMsgForSubject(ctx, events.MediaDeleted)
 	testkit.Must(t, err, "get message")

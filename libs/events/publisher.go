@@ -126,13 +126,17 @@ func (p *Publisher) Publish(ctx context.Context, m Message) error {
 	}
 	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID), jetstream.WithExpectStream(Stream))
 	if err != nil {
+		publishErrorsTotal.WithLabelValues(m.Subject).Inc()
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "publish failed")
 		return fmt.Errorf("publish event %s on %s: %w", m.ID, m.Subject, err)
 	}
 	span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)),
 		attribute.Bool("messaging.nats.duplicate", ack.Duplicate))
-	p.log.Info("event published", "eventId", m.ID, "subject", m.Subject,
+	if !ack.Duplicate {
+		publishedTotal.WithLabelValues(m.Subject).Inc()
+	}
+	p.log.InfoContext(ctx, "event published", "eventId", m.ID, "subject", m.Subject,
 		"streamSeq", ack.Sequence, "duplicate", ack.Duplicate)
 	return nil
 }

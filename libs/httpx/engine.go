@@ -29,9 +29,10 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 const RequestIDHeader = "X-Request-ID"
 
 // NewEngine returns a Gin engine with the middleware every service uses:
-// request id, panic recovery into a 500 problem, OpenTelemetry spans (health
-// routes left out), an access log, and problem answers for unknown routes
-// (404) and known routes with another method (405 with Allow).
+// request id, request metrics (see metrics.go; served by metrics.Register),
+// panic recovery into a 500 problem, OpenTelemetry spans (health routes
+// left out), an access log, and problem answers for unknown routes (404)
+// and known routes with another method (405 with Allow).
 //
 // Spans are made only when telemetry exports them (telemetry.Enabled):
 // otherwise an inbound W3C trace context is only carried into the request's
@@ -52,7 +53,7 @@ func NewEngine(service string, log *slog.Logger) *gin.Engine {
 	if telemetry.Enabled() {
 		trace = otelgin.Middleware(service, otelgin.WithGinFilter(notProbe))
 	}
-	e.Use(requestID(), recovery(log), trace, accessLog(log))
+	e.Use(requestID(), measure, recovery(log), trace, accessLog(log))
 	e.NoRoute(func(c *gin.Context) { Fail(c, problem.NotFound("no route "+c.Request.URL.Path)) })
 	e.NoMethod(func(c *gin.Context) {
 		Fail(c, problem.New(http.StatusMethodNotAllowed, "method_not_allowed",

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/doclib/libs/metrics"
 )
 
 // Without an exporter no span is made, but an inbound trace context still
@@ -48,5 +50,58 @@ func TestEngineCarriesTraceContextWithoutTelemetry(t *testing.T) {
 	quiet.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
 	if logs.Len() != 0 {
 		t.Errorf("access log at warn level: %q", logs.String())
+	}
+}
+
+// Requests are counted by method, route pattern and status, under the
+// OpenTelemetry HTTP names; probes are not; /metrics serves them.
+func TestRequestMetrics(t *testing.T) {
+	e := NewEngine("test", slog.New(slog.DiscardHandler))
+	NewHealth(nil).Register(e)
+	metrics.Register(e)
+	e.GET("/metrics-test/:id", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	e.GET("/metrics-test-panic", func(c *gin.Context) { panic("boom") })
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/metrics-test/a"}, {"GET", "/metrics-test/b"}, {"POST", "/metrics-test/a"},
+		{"BREW", "/metrics-test/a"}, {"GET", "/metrics-test-panic"}, {"GET", "/readyz"}, {"GET", "/healthz"},
+	} {
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(r.method, r.path, nil))
+	}
+
+	w := httptest.NewRecorder()
+	e.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	out := w.Body.String()
+	for _, want := range []string{
+		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="204",http_route="/metrics-test/:id"} 2`,
+		`http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="405",http_route=""} 1`,
+		`http_server_request_duration_seconds_count{http_request_method="_OTHER",http_response_status_code="405",http_route=""} 1`,
+		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="500",http_route="/metrics-test-panic"} 1`,
+		`http_server_request_duration_seconds_bucket{http_request_method="GET",http_response_status_code="204",http_route="/metrics-test/:id",le="0.005"}`,
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, probe := range []string{`http_route="/readyz"`, `http_route="/healthz"`, `http_route="/metrics"`} {
+		if strings.Contains(out, probe) {
+			t.Errorf("/metrics counts the probe %s", probe)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", out)
+	}
+}
+
+func BenchmarkMeasure(b *testing.B) {
+	e := gin.New()
+	e.Use(measure)
+	e.GET("/x/:id", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	r := httptest.NewRequest("GET", "/x/1", nil)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		e.ServeHTTP(w, r)
 	}
 }

@@ -298,6 +298,7 @@ func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed i
 	if err := cur.All(ctx, &docs); err != nil {
 		return 0, false, fmt.Errorf("read outboxes in %s: %w", coll.Name(), err)
 	}
+	observeBacklog(coll.Name(), docs)
 	// Replicas polling together would otherwise walk the same documents in
 	// the same order and publish everything twice; events of different
 	// documents have no order to keep.

@@ -44,7 +44,14 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // collection returns a fresh collection with the outbox index.
 func collection(t *testing.T) *mongo.Collection {
 	t.Helper()
-	coll := testkit.Mongo(t).Collection("things")
+	return collectionNamed(t, "things")
+}
+
+// collectionNamed is collection with another name: the backlog metrics are
+// per collection name, and tests run in parallel.
+func collectionNamed(t *testing.T, name string) *mongo.Collection {
+	t.Helper()
+	coll := testkit.Mongo(t).Collection(name)
 	testkit.Must(t, mongox.EnsureIndexes(context.Background(), coll,
 		mongox.Index("outbox", false, outbox.CountField)), "indexes")
 	return coll
@@ -235,7 +242,7 @@ func TestRelayPublishesOnceRemovesAndSweeps(t *testing.T) {
 
 func TestRelayKeepsEntriesDuringNATSOutage(t *testing.T) {
 	t.Parallel()
-	coll := collection(t)
+	coll := collectionNamed(t, "outage")
 	addr, err := devserver.FreeAddr()
 	testkit.Must(t, err, "free address")
 	dir := t.TempDir()
@@ -267,10 +274,21 @@ func TestRelayKeepsEntriesDuringNATSOutage(t *testing.T) {
 	if p := pendingOf(t, coll); p["x"].entries != 3 || p["x"].count != 3 || p["y"].entries != 3 || p["y"].count != 3 {
 		t.Fatalf("entries during the outage: %+v, want 3 kept in x and in y", p)
 	}
+	// The backlog shows in the metrics, with the time of its oldest entry.
+	waitFor(t, 10*time.Second, "the backlog in the metrics", func() bool {
+		return testkit.Metric(t, "doclib_outbox_pending_events", "collection", "outage") == 6
+	})
+	if ts := testkit.Metric(t, "doclib_outbox_oldest_pending_event_timestamp_seconds", "collection", "outage"); ts < float64(time.Now().Add(-time.Minute).Unix()) || ts > float64(time.Now().Unix()) {
+		t.Errorf("oldest pending entry at %v, want within the last minute", ts)
+	}
 
 	// Same address, same store: the stream and its dedup state come back.
 	testkit.NATSAt(t, addr, dir)
 	waitFor(t, 20*time.Second, "every entry published after the restart", func() bool { return allPublished(t, coll) })
+	waitFor(t, 10*time.Second, "no backlog in the metrics", func() bool {
+		return testkit.Metric(t, "doclib_outbox_pending_events", "collection", "outage") == 0 &&
+			testkit.Metric(t, "doclib_outbox_oldest_pending_event_timestamp_seconds", "collection", "outage") == 0
+	})
 	ids := streamMsgIDs(t, js)
 	got := map[string]bool{}
 	for _, id := range ids {

@@ -15,6 +15,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/process"
@@ -103,6 +104,7 @@ func run(ctx context.Context) error {
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
+	metrics.Register(engine) // on its own port, which no ingress routes to
 	svc := document.NewService(store, refs, log)
 	stopSettling := periodic.Start(ctx, log, "settling document references", settleInterval, func(ctx context.Context) error {
 		n, err := svc.SettleUnsettled(ctx, settleInterval)

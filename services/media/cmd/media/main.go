@@ -18,6 +18,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/process"
@@ -132,6 +133,7 @@ func run(ctx context.Context) error {
 	health := p.Health(map[string]httpx.Check{"s3": blobs.Ready})
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
+	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, log, relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)

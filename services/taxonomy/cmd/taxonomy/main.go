@@ -14,6 +14,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/process"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
@@ -86,6 +87,7 @@ func run(ctx context.Context) error {
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
+	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(tag.NewService(store), relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
