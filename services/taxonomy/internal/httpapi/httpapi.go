@@ -5,75 +5,121 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/taxonomy/internal/tag"
 )
 
 // MaxLookupIDs bounds one internal lookup.
 const MaxLookupIDs = 500
 
-// Handler holds the taxonomy use cases and an optional hook run after each
-// deletion (the outbox relay's nudge).
-type Handler struct {
-	svc       *tag.Service
-	onDeleted func()
+// How fresh the rendered categories are. A public read may lag a write
+// through another replica by publicLag; a back-office read compares the
+// revision every time, so an author sees their own write at once through
+// any replica. maxAge renders again even though the revision did not move,
+// should a bump have been lost.
+const (
+	publicLag = 100 * time.Millisecond
+	maxAge    = time.Minute
+)
+
+// Revisioner tells when categories or tags last changed (the store does).
+type Revisioner interface {
+	Revision(ctx context.Context) (int64, error)
 }
 
+// Handler holds the taxonomy use cases, the rendered categories, and an
+// optional hook run after each deletion (the outbox relay's nudge).
+type Handler struct {
+	svc        *tag.Service
+	categories *rendering.Cache[categories]
+	onDeleted  func()
+}
+
+// categories is every category with its tags, rendered for each side.
+type categories struct{ public, admin *rendering.Rendering }
+
 // New returns a Handler. onDeleted may be nil.
-func New(svc *tag.Service, onDeleted func()) *Handler {
+func New(svc *tag.Service, rev Revisioner, onDeleted func()) *Handler {
 	if onDeleted == nil {
 		onDeleted = func() {}
 	}
-	return &Handler{svc: svc, onDeleted: onDeleted}
+	h := &Handler{svc: svc, onDeleted: onDeleted}
+	h.categories = &rendering.Cache[categories]{Load: h.render, Revision: rev.Revision, MaxAge: maxAge}
+	return h
 }
 
-// Register adds the routes to r.
+// Register adds the routes to r; every GET answers HEAD too.
 func (h *Handler) Register(r gin.IRouter) {
-	r.GET("/public/tags-categories", h.publicCategories)
+	httpx.GET(r, "/public/tags-categories", h.publicCategories)
 
-	r.GET("/bo/tags-categories", h.adminCategories)
-	r.POST("/bo/tags-categories", h.createCategory)
-	r.PATCH("/bo/tags-categories/:id", h.renameCategory)
-	r.DELETE("/bo/tags-categories/:id", h.deleteCategory)
-	r.POST("/bo/tags", h.createTag)
-	r.PATCH("/bo/tags/:id", h.renameTag)
-	r.DELETE("/bo/tags/:id", h.deleteTag)
+	httpx.GET(r, "/bo/tags-categories", h.adminCategories)
+	r.POST("/bo/tags-categories", h.changed, h.createCategory)
+	r.PATCH("/bo/tags-categories/:id", h.changed, h.renameCategory)
+	r.DELETE("/bo/tags-categories/:id", h.changed, h.deleteCategory)
+	r.POST("/bo/tags", h.changed, h.createTag)
+	r.PATCH("/bo/tags/:id", h.changed, h.renameTag)
+	r.DELETE("/bo/tags/:id", h.changed, h.deleteTag)
 
-	r.GET("/internal/tags", h.lookupTags)
+	httpx.GET(r, "/internal/tags", h.lookupTags)
+}
+
+// changed wraps every write: whatever its answer (a failed write may have
+// written part), this replica renders the categories again at its next
+// read instead of within publicLag.
+func (h *Handler) changed(c *gin.Context) {
+	c.Next()
+	h.categories.Invalidate()
+}
+
+// render reads every category once and renders both sides' answers.
+func (h *Handler) render(ctx context.Context) (categories, error) {
+	cats, err := h.svc.Categories(ctx)
+	if err != nil {
+		return categories{}, err
+	}
+	public := make([]publicCategory, len(cats))
+	admin := make([]adminCategory, len(cats))
+	for i, cat := range cats {
+		public[i] = toPublicCategory(cat)
+		admin[i] = toAdminCategory(cat)
+	}
+	var out categories
+	if out.public, err = rendering.JSON(public); err != nil {
+		return categories{}, err
+	}
+	if out.admin, err = rendering.JSON(admin); err != nil {
+		return categories{}, err
+	}
+	return out, nil
 }
 
 func (h *Handler) publicCategories(c *gin.Context) {
-	cats, err := h.svc.Categories(c)
+	cats, err := h.categories.Get(c, publicLag)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out := make([]publicCategory, len(cats))
-	for i, cat := range cats {
-		out[i] = toPublicCategory(cat)
-	}
-	c.JSON(http.StatusOK, out)
+	cats.public.Serve(c.Writer, c.Request, rendering.Public)
 }
 
 func (h *Handler) adminCategories(c *gin.Context) {
-	cats, err := h.svc.Categories(c)
+	cats, err := h.categories.Get(c, 0)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out := make([]adminCategory, len(cats))
-	for i, cat := range cats {
-		out[i] = toAdminCategory(cat)
-	}
-	c.JSON(http.StatusOK, out)
+	cats.admin.Serve(c.Writer, c.Request, rendering.Private)
 }
 
 func (h *Handler) createCategory(c *gin.Context) {

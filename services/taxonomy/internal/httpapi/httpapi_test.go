@@ -2,12 +2,14 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/testkit"
@@ -21,19 +23,31 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 type api struct {
 	t       *testing.T
 	h       http.Handler
+	store   *mongostore.Store
 	deleted int
 }
 
 func newAPI(t *testing.T) *api {
 	t.Helper()
 	t.Parallel()
-	store := mongostore.New(testkit.Mongo(t))
+	store := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
 	testkit.Must(t, store.EnsureIndexes(t.Context()), "indexes")
-	a := &api{t: t}
-	e := httpx.NewEngine("taxonomy", slog.New(slog.DiscardHandler))
-	httpapi.New(tag.NewService(store), func() { a.deleted++ }).Register(e)
-	a.h = e
+	a := &api{t: t, store: store}
+	a.h = a.engine()
 	return a
+}
+
+// replica returns another taxonomy replica on the same database.
+func (a *api) replica() *api {
+	b := &api{t: a.t, store: a.store}
+	b.h = b.engine()
+	return b
+}
+
+func (a *api) engine() http.Handler {
+	e := httpx.NewEngine("taxonomy", slog.New(slog.DiscardHandler))
+	httpapi.New(tag.NewService(a.store), a.store, func() { a.deleted++ }).Register(e)
+	return e
 }
 
 type response struct {
@@ -49,7 +63,7 @@ func (r response) json(t *testing.T, v any) {
 	}
 }
 
-func (a *api) do(method, path, body string) response {
+func (a *api) do(method, path, body string, header ...string) response {
 	a.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -58,6 +72,9 @@ func (a *api) do(method, path, body string) response {
 	req := httptest.NewRequest(method, path, rd)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
@@ -246,4 +263,55 @@ func TestInternalLookup(t *testing.T) {
 	}
 	many := strings.TrimSuffix(strings.Repeat("x,", httpapi.MaxLookupIDs+1), ",")
 	a.must("GET", "/internal/tags?ids="+many, "", 400)
+}
+
+// The categories are served from a rendering in memory: conditional,
+// compressed from 1 KiB, HEAD alike; a write through another replica shows
+// on the back-office at once and on the public side within publicLag.
+func TestCategoriesFromMemory(t *testing.T) {
+	a := newAPI(t)
+	other := a.replica()
+	a.must("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
+	first := a.must("GET", "/public/tags-categories", "", 200)
+	etag := first.header.Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || first.header.Get("Cache-Control") != "no-cache" || first.header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("public categories: headers %v: want a strong ETag, no-cache and Vary", first.header)
+	}
+	if r := a.do("GET", "/public/tags-categories", "", "If-None-Match", etag, "Cache-Control", "no-cache"); r.status != 304 || r.body != "" {
+		t.Errorf("If-None-Match with the current ETag: %d %q, want 304", r.status, r.body)
+	}
+	head := a.must("HEAD", "/public/tags-categories", "", 200)
+	if head.body != "" || head.header.Get("ETag") != etag || head.header.Get("Content-Length") != first.header.Get("Content-Length") {
+		t.Errorf("HEAD: %v %q, want GET's headers and no body", head.header, head.body)
+	}
+	bo := a.must("GET", "/bo/tags-categories", "", 200)
+	if bo.header.Get("Cache-Control") != "private, no-cache" || bo.header.Get("ETag") == etag {
+		t.Errorf("BO categories: headers %v: want private, no-cache and their own ETag", bo.header)
+	}
+
+	// A write through the other replica: this one's back-office sees it at
+	// once (it compares the revision on every read).
+	for i := 0; i < 20; i++ {
+		other.must("POST", "/bo/tags", fmt.Sprintf(`{"id":"tag-%d","name":"Une étiquette assez longue n°%d","categoryId":"health"}`, i, i), 201)
+	}
+	var admin []struct{ Tags []any }
+	a.must("GET", "/bo/tags-categories", "", 200).json(t, &admin)
+	if len(admin) != 1 || len(admin[0].Tags) != 20 {
+		t.Fatalf("BO categories after writes through another replica: %+v, want the 20 tags at once", admin)
+	}
+	var public response
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		public = a.do("GET", "/public/tags-categories", "", "If-None-Match", etag, "Accept-Encoding", "gzip")
+		if public.status == 200 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if public.header.Get("Content-Encoding") != "gzip" || public.header.Get("ETag") == etag ||
+		!strings.HasSuffix(public.header.Get("ETag"), `-gzip"`) {
+		t.Errorf("public categories of %s bytes, gzip accepted: headers %v, want gzip with its own ETag",
+			public.header.Get("Content-Length"), public.header)
+	}
+	if r := a.do("GET", "/public/tags-categories", "", "If-None-Match", public.header.Get("ETag")); r.status != 304 {
+		t.Errorf("If-None-Match with the gzip ETag, identity asked: %d, want 304", r.status)
+	}
 }

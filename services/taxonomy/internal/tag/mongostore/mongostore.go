@@ -1,5 +1,6 @@
 // Package mongostore keeps the taxonomy in MongoDB: collections categories
-// and tags. bson shapes live only here.
+// and tags, and the revision that moves after every write of them
+// (collection meta). bson shapes live only here.
 //
 // Records have an internal _id; the caller-supplied id is a uniquely indexed
 // field. Deleting marks a record as a tombstone in one single-document write
@@ -13,6 +14,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -32,14 +34,24 @@ const Source = "/taxonomy"
 type Store struct {
 	categories *mongo.Collection
 	tags       *mongo.Collection
+	rev        *mongox.Revision
 }
 
 var _ tag.Store = (*Store)(nil)
 
-// New returns a Store on db. Call EnsureIndexes once at start-up.
-func New(db *mongo.Database) *Store {
-	return &Store{categories: db.Collection("categories"), tags: db.Collection("tags")}
+// New returns a Store on db. Call EnsureIndexes once at start-up. log
+// receives the failures of revision bumps, which never fail a write.
+func New(db *mongo.Database, log *slog.Logger) *Store {
+	return &Store{categories: db.Collection("categories"), tags: db.Collection("tags"),
+		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log)}
 }
+
+// Revision returns a number that moves after every write of a category or
+// tag (collection meta), so that every replica's rendering of the
+// categories can tell, with one small read, whether it must render again.
+// Each write method moves it once it has begun to write, whether or not
+// the write then succeeded: a spare move costs one rendering.
+func (s *Store) Revision(ctx context.Context) (int64, error) { return s.rev.Get(ctx) }
 
 // Categories and Tags are the collections, for the outbox relay.
 func (s *Store) Collections() (categories, tags *mongo.Collection) { return s.categories, s.tags }
@@ -174,6 +186,7 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
 		OID: bson.NewObjectID(), ID: c.ID, Name: c.Name, NameKey: tag.NameKey(c.Name),
 		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
+	defer s.rev.Bump(ctx)
 	_, err := s.categories.InsertOne(ctx, doc)
 	if mongox.IsDuplicateKey(err) {
 		return s.whichDuplicate(ctx, s.categories, c.ID)
@@ -196,6 +209,7 @@ func (s *Store) whichDuplicate(ctx context.Context, coll *mongo.Collection, id s
 
 // RenameCategory implements tag.Store.
 func (s *Store) RenameCategory(ctx context.Context, id, name string, at time.Time) (tag.Category, error) {
+	defer s.rev.Bump(ctx)
 	if err := rename(ctx, s.categories, id, name, at); err != nil {
 		return tag.Category{}, err
 	}
@@ -245,6 +259,7 @@ func (s *Store) DeleteCategory(ctx context.Context, id string, at time.Time) err
 	if err := outbox.Add(update, ev); err != nil {
 		return err
 	}
+	defer s.rev.Bump(ctx)
 	res, err := s.categories.UpdateOne(ctx, bson.M{"_id": c.OID, "deletedAt": bson.M{"$exists": false}}, update)
 	if err != nil {
 		return err
@@ -344,6 +359,7 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
 		OID: bson.NewObjectID(), ID: t.ID, Name: t.Name, NameKey: tag.NameKey(t.Name),
 		CategoryID: t.CategoryID, CategoryRef: c.OID, Seq: seq(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
+	defer s.rev.Bump(ctx)
 	if _, err := s.tags.InsertOne(ctx, doc); err != nil {
 		if mongox.IsDuplicateKey(err) {
 			return s.whichDuplicate(ctx, s.tags, t.ID)
@@ -368,6 +384,7 @@ func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time) (t
 	if _, err := s.Tag(ctx, id); err != nil {
 		return tag.Tag{}, err
 	}
+	defer s.rev.Bump(ctx)
 	if err := rename(ctx, s.tags, id, name, at); err != nil {
 		if errors.Is(err, tag.ErrCategoryNotFound) {
 			err = tag.ErrTagNotFound
@@ -396,6 +413,7 @@ func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
 	if n == 0 {
 		return tag.ErrTagNotFound
 	}
+	defer s.rev.Bump(ctx)
 	return s.tombstoneTag(ctx, d, at)
 }
 

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func newStore(t *testing.T) (*mongostore.Store, context.Context) {
 	t.Helper()
 	t.Parallel()
-	s := mongostore.New(testkit.Mongo(t))
+	s := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
 	ctx := context.Background()
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes again")
