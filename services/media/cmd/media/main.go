@@ -98,7 +98,7 @@ func run(ctx context.Context) error {
 	}
 	defer p.Close()
 	log := p.Log
-	store := mongostore.New(p.Mongo.Database(cfg.database))
+	store := mongostore.New(p.Mongo.Database(cfg.database), log)
 	if err := store.EnsureIndexes(ctx); err != nil {
 		return process.IndexError(err)
 	}
@@ -134,7 +134,7 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
-	httpapi.New(svc, log, relay.Nudge).Register(engine)
+	httpapi.New(svc, store, log, relay.Nudge).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	return err

@@ -89,7 +89,7 @@ func newAPI(t *testing.T, cfg media.Config) *api {
 func newAPIOn(t *testing.T, cfg media.Config, cred devserver.MinIOCredentials) *api {
 	t.Helper()
 	ctx := context.Background()
-	store := mongostore.New(testkit.Mongo(t))
+	store := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
 	testkit.Must(t, store.EnsureIndexes(ctx), "indexes")
 	blobs, err := miniostore.New(miniostore.Config{
 		Endpoint: cred.Endpoint, AccessKey: cred.AccessKey, SecretKey: cred.SecretKey,
@@ -105,10 +105,21 @@ func newAPIOn(t *testing.T, cfg media.Config, cred devserver.MinIOCredentials) *
 	}
 	catalogURL, _ := url.Parse(a.catalog.srv.URL)
 	a.svc = media.NewService(store, blobs, usage.New(catalogURL), cfg, log)
-	e := httpx.NewEngine("media", log)
-	httpapi.New(a.svc, log, func() { a.deleted++ }).Register(e)
-	a.h = e
+	a.h = a.engine(log)
 	return a
+}
+
+// replica returns another media replica on the same database and bucket.
+func (a *api) replica() *api {
+	b := *a
+	b.h = b.engine(slog.New(slog.DiscardHandler))
+	return &b
+}
+
+func (a *api) engine(log *slog.Logger) http.Handler {
+	e := httpx.NewEngine("media", log)
+	httpapi.New(a.svc, a.store, log, func() { a.deleted++ }).Register(e)
+	return e
 }
 
 type tlog struct{ t *testing.T }

@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +15,13 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/media/internal/media"
 )
 
@@ -29,72 +32,142 @@ const MaxLookupIDs = 500
 // headers, boundaries and small other fields.
 const multipartSlack = 1 << 20
 
-// Handler holds the media use cases and an optional hook run after each
-// deletion (the outbox relay's nudge).
+// How fresh the rendered records are. A public read may lag a write through
+// another replica by publicLag (an id it does not know yet is checked at
+// once: it may be a media just uploaded elsewhere); a back-office read
+// compares the revision every time, so an author sees their own write at
+// once through any replica. maxAge renders again even though the revision
+// did not move, should a bump have been lost.
+const (
+	publicLag = 100 * time.Millisecond
+	maxAge    = time.Minute
+)
+
+// Revisioner tells when records were last shown or hidden (the store does).
+type Revisioner interface {
+	Revision(ctx context.Context) (int64, error)
+}
+
+// Handler holds the media use cases, the rendered records, and an optional
+// hook run after each deletion (the outbox relay's nudge).
 type Handler struct {
 	svc       *media.Service
 	log       *slog.Logger
+	records   *rendering.Cache[records]
 	onDeleted func()
 }
 
+// records is every live media rendered: the back-office listing, and each
+// record for each side. Records are small and few, so all are rendered at
+// once when the revision moves.
+type records struct {
+	list *rendering.Rendering
+	byID map[string]record
+}
+
+type record struct{ public, admin *rendering.Rendering }
+
 // New returns a Handler. onDeleted may be nil.
-func New(svc *media.Service, log *slog.Logger, onDeleted func()) *Handler {
+func New(svc *media.Service, rev Revisioner, log *slog.Logger, onDeleted func()) *Handler {
 	if onDeleted == nil {
 		onDeleted = func() {}
 	}
-	return &Handler{svc: svc, log: log, onDeleted: onDeleted}
+	h := &Handler{svc: svc, log: log, onDeleted: onDeleted}
+	h.records = &rendering.Cache[records]{Load: h.render, Revision: rev.Revision, MaxAge: maxAge}
+	return h
 }
 
-// Register adds the routes to r.
+// Register adds the routes to r; every GET answers HEAD too.
 func (h *Handler) Register(r gin.IRouter) {
-	r.GET("/public/medias/:id", h.publicMedia)
+	httpx.GET(r, "/public/medias/:id", h.publicMedia)
 	h.downloads(r, "/public/medias/:id/download", publicCache)
 
-	r.GET("/bo/medias", h.list)
-	r.POST("/bo/medias", h.upload)
-	r.GET("/bo/medias/:id", h.adminMedia)
-	r.DELETE("/bo/medias/:id", h.delete)
+	httpx.GET(r, "/bo/medias", h.list)
+	r.POST("/bo/medias", h.changed, h.upload)
+	httpx.GET(r, "/bo/medias/:id", h.adminMedia)
+	r.DELETE("/bo/medias/:id", h.changed, h.delete)
 	h.downloads(r, "/bo/medias/:id/download", privateCache)
 
-	r.GET("/internal/medias", h.lookup)
+	httpx.GET(r, "/internal/medias", h.lookup)
 	h.downloads(r, "/internal/medias/:id/download", publicCache)
 }
 
 func (h *Handler) downloads(r gin.IRouter, path, cacheControl string) {
-	handle := func(c *gin.Context) { h.download(c, cacheControl) }
-	r.GET(path, handle)
-	r.HEAD(path, handle)
+	httpx.GET(r, path, func(c *gin.Context) { h.download(c, cacheControl) })
+}
+
+// changed wraps every write: whatever its answer (a failed write may have
+// written part), this replica renders the records again at its next read.
+func (h *Handler) changed(c *gin.Context) {
+	c.Next()
+	h.records.Invalidate()
+}
+
+// render reads every live media once and renders the listing and each record.
+func (h *Handler) render(ctx context.Context) (records, error) {
+	ms, err := h.svc.List(ctx)
+	if err != nil {
+		return records{}, err
+	}
+	out := records{byID: make(map[string]record, len(ms))}
+	list := make([]fileMediaAdmin, len(ms))
+	for i, m := range ms {
+		list[i] = toFileMediaAdmin(m)
+		var rec record
+		if rec.public, err = rendering.JSON(toFileMedia(m)); err != nil {
+			return records{}, err
+		}
+		if rec.admin, err = rendering.JSON(list[i]); err != nil {
+			return records{}, err
+		}
+		out.byID[m.ID] = rec
+	}
+	if out.list, err = rendering.JSON(list); err != nil {
+		return records{}, err
+	}
+	return out, nil
 }
 
 func (h *Handler) publicMedia(c *gin.Context) {
-	m, err := h.svc.Get(c, c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
+	if rec, ok := h.record(c, publicLag); ok {
+		rec.public.Serve(c.Writer, c.Request, rendering.Public)
 	}
-	c.JSON(http.StatusOK, toFileMedia(m))
 }
 
 func (h *Handler) adminMedia(c *gin.Context) {
-	m, err := h.svc.Get(c, c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
+	if rec, ok := h.record(c, 0); ok {
+		rec.admin.Serve(c.Writer, c.Request, rendering.Private)
 	}
-	c.JSON(http.StatusOK, toFileMediaAdmin(m))
+}
+
+// record finds the media of the request's id among the rendered records, or
+// answers the failure. An id unknown to renderings up to maxLag old is
+// looked for again after a revision check.
+func (h *Handler) record(c *gin.Context, maxLag time.Duration) (record, bool) {
+	for {
+		recs, err := h.records.Get(c, maxLag)
+		if err != nil {
+			fail(c, err)
+			return record{}, false
+		}
+		if rec, ok := recs.byID[c.Param("id")]; ok {
+			return rec, true
+		}
+		if maxLag == 0 {
+			fail(c, media.ErrNotFound)
+			return record{}, false
+		}
+		maxLag = 0
+	}
 }
 
 func (h *Handler) list(c *gin.Context) {
-	ms, err := h.svc.List(c)
+	recs, err := h.records.Get(c, 0)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out := make([]fileMediaAdmin, len(ms))
-	for i, m := range ms {
-		out[i] = toFileMediaAdmin(m)
-	}
-	c.JSON(http.StatusOK, out)
+	recs.list.Serve(c.Writer, c.Request, rendering.Private)
 }
 
 // upload streams the part named "file" of a multipart/form-data body to the

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -394,4 +395,58 @@ func TestCutOffThroughRealServer(t *testing.T) {
 	_ = pw.Close()
 	srv.Close() // waits for the handler, which sees the connection end
 	a.assertEmpty()
+}
+
+// Records are served from renderings in memory: conditional, with their
+// Cache-Control, HEAD alike; writes through another replica show at once
+// on the back-office, and a public record uploaded elsewhere is found at
+// once too (an unknown id makes the replica check the revision).
+func TestRecordsFromMemory(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	other := a.replica()
+	m := other.mustUpload("guide.pdf", sample(pdfHead, 100, 1))
+
+	pub := a.must("GET", "/public/medias/"+m.ID, 200)
+	etag := pub.header.Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || pub.header.Get("Cache-Control") != "no-cache" || pub.header.Get("Vary") != "Accept-Encoding" {
+		t.Errorf("public record: headers %v, want a strong ETag, no-cache, Vary", pub.header)
+	}
+	if r := a.get("/public/medias/"+m.ID, "If-None-Match", etag, "Cache-Control", "no-cache"); r.status != 304 || len(r.body) != 0 {
+		t.Errorf("If-None-Match with the current ETag: %d, want 304", r.status)
+	}
+	head := a.must("HEAD", "/public/medias/"+m.ID, 200)
+	if len(head.body) != 0 || head.header.Get("ETag") != etag || head.header.Get("Content-Length") != strconv.Itoa(len(pub.body)) {
+		t.Errorf("HEAD: %v, %d body bytes; want GET's headers and no body", head.header, len(head.body))
+	}
+	bo := a.must("GET", "/bo/medias/"+m.ID, 200)
+	if bo.header.Get("Cache-Control") != "private, no-cache" || bo.header.Get("ETag") == etag {
+		t.Errorf("BO record: headers %v, want private, no-cache and its own ETag", bo.header)
+	}
+
+	for i := 0; i < 8; i++ {
+		other.mustUpload(fmt.Sprintf("image-%d-with-a-rather-long-name.png", i), sample(pngHead, 100, uint64(10+i)))
+	}
+	list := a.get("/bo/medias", "Accept-Encoding", "gzip")
+	var all []adminMedia
+	r := response{status: list.status, body: gunzip(t, list.body)}
+	r.json(t, &all)
+	if list.status != 200 || len(all) != 9 || list.header.Get("Content-Encoding") != "gzip" ||
+		list.header.Get("Cache-Control") != "private, no-cache" || !strings.HasSuffix(list.header.Get("ETag"), `-gzip"`) {
+		t.Errorf("BO listing after uploads through another replica: %d, %d media, headers %v; want the 9 at once, gzip", list.status, len(all), list.header)
+	}
+
+	other.must("DELETE", "/bo/medias/"+m.ID, 204)
+	a.must("GET", "/bo/medias/"+m.ID, 404)
+	if r := a.get("/bo/medias", "If-None-Match", list.header.Get("ETag")); r.status != 200 {
+		t.Errorf("BO listing after a deletion through another replica: %d, want 200 with a new ETag", r.status)
+	}
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	testkit.Must(t, err, "gzip reader")
+	out, err := io.ReadAll(zr)
+	testkit.Must(t, err, "gunzip")
+	return out
 }

@@ -1,5 +1,6 @@
-// Package mongostore keeps media records in MongoDB, collection medias. bson
-// shapes live only here.
+// Package mongostore keeps media records in MongoDB, collection medias, and
+// the revision that moves whenever a record is shown or hidden (collection
+// meta). bson shapes live only here.
 //
 // The media id is the document's _id (server-made and random, so never
 // reused). A deletion first sets deletingAt and deletingBy (a token of the
@@ -12,6 +13,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -33,12 +35,21 @@ const CollectionName = "medias"
 // Store implements media.Store.
 type Store struct {
 	coll *mongo.Collection
+	rev  *mongox.Revision
 }
 
 var _ media.Store = (*Store)(nil)
 
-// New returns a Store on db. Call EnsureIndexes once at start-up.
-func New(db *mongo.Database) *Store { return &Store{coll: db.Collection(CollectionName)} }
+// New returns a Store on db. Call EnsureIndexes once at start-up. log
+// receives the failures of revision bumps, which never fail a write.
+func New(db *mongo.Database, log *slog.Logger) *Store {
+	return &Store{coll: db.Collection(CollectionName), rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log)}
+}
+
+// Revision returns a number that moves after every write that shows or
+// hides a record (collection meta), so that every replica's renderings of
+// the records can tell, with one small read, whether to render again.
+func (s *Store) Revision(ctx context.Context) (int64, error) { return s.rev.Get(ctx) }
 
 // Collection is the records' collection, for the outbox relay.
 func (s *Store) Collection() *mongo.Collection { return s.coll }
@@ -100,6 +111,7 @@ func published(filter bson.M) bson.M {
 
 // Insert implements media.Store.
 func (s *Store) Insert(ctx context.Context, m media.Media) error {
+	defer s.rev.Bump(ctx)
 	_, err := s.coll.InsertOne(ctx, toDoc(m))
 	return err
 }
@@ -130,6 +142,7 @@ func (s *Store) Lookup(ctx context.Context, ids []string) ([]media.Media, error)
 
 // MarkDeleting implements media.Store.
 func (s *Store) MarkDeleting(ctx context.Context, id, token string, at time.Time) (media.Media, error) {
+	defer s.rev.Bump(ctx)
 	var d mediaDoc
 	err := s.coll.FindOneAndUpdate(ctx, live(bson.M{"_id": id}),
 		bson.M{"$set": bson.M{"deletingAt": at, "deletingBy": token}}).Decode(&d)
@@ -148,6 +161,7 @@ func heldBy(id, token string) bson.M {
 
 // ClearDeleting implements media.Store.
 func (s *Store) ClearDeleting(ctx context.Context, id, token string) error {
+	defer s.rev.Bump(ctx)
 	_, err := s.coll.UpdateOne(ctx, heldBy(id, token), bson.M{"$unset": bson.M{"deletingAt": "", "deletingBy": ""}})
 	return err
 }
@@ -179,6 +193,9 @@ func (s *Store) ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, erro
 		bson.M{"$unset": bson.M{"deletingAt": "", "deletingBy": ""}})
 	if err != nil {
 		return 0, err
+	}
+	if res.ModifiedCount > 0 {
+		s.rev.Bump(ctx)
 	}
 	return res.ModifiedCount, nil
 }
