@@ -7,7 +7,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/catalog/internal/document"
-	"github.com/doclib/services/catalog/internal/listing"
 )
 
 // Revisioner tells when documents last changed (the store does).
@@ -29,8 +28,8 @@ type Revisioner interface {
 // Handler serves the catalog routes.
 type Handler struct {
 	svc       *document.Service
-	public    *listing.Cache
-	admin     *listing.Cache
+	public    *rendering.Cache[*rendering.Rendering]
+	admin     *rendering.Cache[*rendering.Rendering]
 	media     http.Handler // proxies PDF downloads to the media service
 	onDeleted func()
 }
@@ -49,33 +48,35 @@ func New(svc *document.Service, rev Revisioner, opt Options) *Handler {
 	if h.onDeleted == nil {
 		h.onDeleted = func() {}
 	}
-	// The public listing may lag writes through other replicas by up to
-	// 100 ms; the back-office listing compares the revision on every request.
-	h.public = &listing.Cache{Revision: rev.Revision, CheckEvery: publicCheckEvery, MaxAge: maxAge,
-		Render: func(ctx context.Context) ([]byte, error) { return h.render(ctx, false) }}
-	h.admin = &listing.Cache{Revision: rev.Revision, MaxAge: maxAge,
-		Render: func(ctx context.Context) ([]byte, error) { return h.render(ctx, true) }}
+	// Each listing is rendered once per revision (rendering.Cache); the
+	// public one may lag writes through other replicas by up to
+	// publicCheckEvery, the back-office one compares the revision on every
+	// request.
+	h.public = &rendering.Cache[*rendering.Rendering]{Revision: rev.Revision, MaxAge: maxAge,
+		Load: func(ctx context.Context) (*rendering.Rendering, error) { return h.render(ctx, false) }}
+	h.admin = &rendering.Cache[*rendering.Rendering]{Revision: rev.Revision, MaxAge: maxAge,
+		Load: func(ctx context.Context) (*rendering.Rendering, error) { return h.render(ctx, true) }}
 	return h
 }
 
-// Register adds the routes to r.
+// Register adds the routes to r; every GET answers HEAD too.
 func (h *Handler) Register(r gin.IRouter) {
-	r.GET("/public/documents", h.list(false))
-	r.GET("/public/documents/:id/detail", h.publicDetail)
-	r.GET("/public/documents/:id/download", h.download(false))
+	httpx.GET(r, "/public/documents", h.list(false))
+	httpx.GET(r, "/public/documents/:id/detail", h.publicDetail)
+	httpx.GET(r, "/public/documents/:id/download", h.download(false))
 
-	r.GET("/bo/documents", h.list(true))
+	httpx.GET(r, "/bo/documents", h.list(true))
 	r.POST("/bo/documents", h.create)
 	r.PATCH("/bo/documents/:id", h.update)
 	r.DELETE("/bo/documents/:id", h.delete)
-	r.GET("/bo/documents/:id/detail", h.adminDetail)
-	r.GET("/bo/documents/:id/download", h.download(true))
+	httpx.GET(r, "/bo/documents/:id/detail", h.adminDetail)
+	httpx.GET(r, "/bo/documents/:id/download", h.download(true))
 	r.POST("/bo/documents/:id/restore", h.restore)
 
-	r.GET("/internal/media-usage/:id", h.mediaUsage)
+	httpx.GET(r, "/internal/media-usage/:id", h.mediaUsage)
 }
 
-func (h *Handler) render(ctx context.Context, admin bool) ([]byte, error) {
+func (h *Handler) render(ctx context.Context, admin bool) (*rendering.Rendering, error) {
 	docs, err := h.svc.List(ctx, admin)
 	if err != nil {
 		return nil, err
@@ -85,44 +86,41 @@ func (h *Handler) render(ctx context.Context, admin bool) ([]byte, error) {
 		for i, d := range docs {
 			out[i] = toAdminShort(d)
 		}
-		return json.Marshal(out)
+		return rendering.JSON(out)
 	}
 	out := make([]documentShort, len(docs))
 	for i, d := range docs {
 		out[i] = toShort(d)
 	}
-	return json.Marshal(out)
+	return rendering.JSON(out)
 }
 
-// list serves a cached rendering, with an ETag so clients can revalidate.
+// list serves the listing's rendering: ETag, 304, compression.
 func (h *Handler) list(admin bool) gin.HandlerFunc {
-	cache := h.public
+	cache, lag, cacheControl := h.public, publicCheckEvery, rendering.Public
 	if admin {
-		cache = h.admin
+		cache, lag, cacheControl = h.admin, 0, rendering.Private
 	}
 	return func(c *gin.Context) {
-		e, err := cache.Get(c)
+		r, err := cache.Get(c, lag)
 		if err != nil {
 			fail(c, err)
 			return
 		}
-		c.Header("ETag", e.ETag)
-		c.Header("Cache-Control", "no-cache")
-		if httpx.ETagMatch(c.GetHeader("If-None-Match"), e.ETag) {
-			c.Status(http.StatusNotModified)
-			return
-		}
-		c.Data(http.StatusOK, "application/json; charset=utf-8", e.Body)
+		r.Serve(c.Writer, c.Request, cacheControl)
 	}
 }
 
+// publicDetail and adminDetail render the document on each request (the
+// catalog's in-memory document model will keep them rendered), so that
+// they are conditional and compressed like every other read.
 func (h *Handler) publicDetail(c *gin.Context) {
 	d, err := h.svc.GetLive(c, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toDetail(d))
+	serveJSON(c, toDetail(d), rendering.Public)
 }
 
 func (h *Handler) adminDetail(c *gin.Context) {
@@ -131,7 +129,16 @@ func (h *Handler) adminDetail(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAdmin(d))
+	serveJSON(c, toAdmin(d), rendering.Private)
+}
+
+func serveJSON(c *gin.Context, v any, cacheControl string) {
+	r, err := rendering.JSON(v)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	r.Serve(c.Writer, c.Request, cacheControl)
 }
 
 func (h *Handler) create(c *gin.Context) {
