@@ -25,8 +25,8 @@ type Config struct {
 
 	MaxUploadSize   int64
 	PublicRateLimit int64 // requests per second per client IP; 0 disables
-	// PublicCacheTTL is how long the gateway answers the public listing
-	// from memory before it revalidates with the catalog; 0 disables.
+	// PublicCacheTTL is how long the gateway answers a public JSON read
+	// from memory before it revalidates with its service; 0 disables.
 	PublicCacheTTL  time.Duration
 	UpstreamTimeout time.Duration
 	TrustedProxies  []string
@@ -59,7 +59,7 @@ func loadConfig(env *config.Env) Config {
 		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
 	}
 	if c.PublicCacheTTL > 10*time.Second {
-		env.Check("PUBLIC_CACHE_TTL", errors.New("must be at most 10s: the public listing would lag writes made through other gateway replicas by that much"))
+		env.Check("PUBLIC_CACHE_TTL", errors.New("must be at most 10s: public reads would lag writes made through other gateway replicas by that much"))
 	}
 	if c.UpstreamTimeout == 0 {
 		env.Check("UPSTREAM_TIMEOUT", errors.New("must be more than 0"))

@@ -35,9 +35,14 @@ func main() {
 	}
 }
 
-// maxCachedBody is the largest answer the micro-cache keeps: a listing of
-// 10,000 documents is about 1.6 MiB.
-const maxCachedBody = 32 << 20
+// The micro-cache's memory: the largest answer it keeps (a listing of
+// 10,000 documents is about 1.6 MiB), and what its answers may use
+// together (each counted twice, for its compressed forms): room for the
+// listing and the details of 10,000 documents of a few KiB.
+const (
+	maxCachedBody  = 32 << 20
+	maxCachedTotal = 256 << 20
+)
 
 func run(ctx context.Context) (err error) {
 	env := config.FromEnviron()
@@ -83,7 +88,7 @@ func run(ctx context.Context) (err error) {
 	}
 	var cache *microcache.Cache
 	if cfg.PublicCacheTTL > 0 {
-		cache = microcache.New(cfg.PublicCacheTTL, maxCachedBody)
+		cache = microcache.New(cfg.PublicCacheTTL, maxCachedBody, maxCachedTotal)
 	}
 	// Ready means this process can serve: it depends on no upstream, so an
 	// outage of one service never takes the whole edge out of its Service

@@ -86,7 +86,7 @@ func start(t *testing.T, o options) *harness {
 	}
 	var cache *microcache.Cache
 	if o.cacheTTL > 0 {
-		cache = microcache.New(o.cacheTTL, 1<<20)
+		cache = microcache.New(o.cacheTTL, 1<<20, 1<<30)
 	}
 	authenticate, err := auth.Middleware(auth.NewStatic([]string{token1, token2}))
 	if err != nil {

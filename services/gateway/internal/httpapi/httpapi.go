@@ -61,6 +61,7 @@ func New(d Deps) (*gin.Engine, error) {
 		d.Health.Register(e)
 	}
 
+	cached := map[string]http.Handler{} // path -> its micro-cache, shared by GET and HEAD
 	for _, r := range route.Table() {
 		up, ok := d.Upstreams[r.Upstream]
 		if !ok {
@@ -72,7 +73,7 @@ func New(d Deps) (*gin.Engine, error) {
 		}
 		if r.BackOffice() {
 			chain = append(chain, d.Auth)
-			if r.Method != http.MethodGet && d.Cache != nil {
+			if !r.Read() && d.Cache != nil {
 				chain = append(chain, invalidate(d.Cache))
 			}
 		}
@@ -81,7 +82,10 @@ func New(d Deps) (*gin.Engine, error) {
 			if !ok {
 				return nil, fmt.Errorf("httpapi: no origin %s for the cached route %s", r.Upstream, r.Path)
 			}
-			up = d.Cache.Route(o, up)
+			if cached[r.Path] == nil {
+				cached[r.Path] = d.Cache.Route(o, up)
+			}
+			up = cached[r.Path]
 		}
 		chain = append(chain, bodyRules(r.Kind, d.MaxUploadSize), forward(up))
 		e.Handle(r.Method, r.Path, chain...)

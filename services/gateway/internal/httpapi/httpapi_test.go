@@ -169,7 +169,8 @@ func TestUnknownRoutes(t *testing.T) {
 		{name: "trailing slash", method: "GET", path: "/public/documents/", want: 404},
 		{name: "unknown sub path", method: "GET", path: "/public/documents/d-1/other", want: 404},
 		{name: "wrong method", method: "PUT", path: "/bo/tags/t-1", want: 405, wantAllow: []string{"PATCH", "DELETE"}},
-		{name: "public write", method: "POST", path: "/public/documents", want: 405, wantAllow: []string{"GET"}},
+		{name: "public write", method: "POST", path: "/public/documents", want: 405, wantAllow: []string{"GET", "HEAD"}},
+		{name: "options", method: "OPTIONS", path: "/public/tags-categories", want: 405, wantAllow: []string{"GET", "HEAD"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -682,5 +683,32 @@ func TestMicroCache(t *testing.T) {
 	}
 	if res := h.do(t, "GET", "/public/documents?x=1", "", "", nil); res.StatusCode != 200 {
 		t.Errorf("with a query (proxied, not cached): %d", res.StatusCode)
+	}
+}
+
+// Every GET route answers HEAD through the gateway: forwarded as HEAD (or
+// answered from the micro-cache), with the GET's status and headers and
+// no body; /bo needs credentials for HEAD as for GET.
+func TestHeadOnEveryGet(t *testing.T) {
+	t.Parallel()
+	for _, cacheTTL := range []time.Duration{0, time.Hour} {
+		h := start(t, options{cacheTTL: cacheTTL})
+		for _, r := range route.Table() {
+			if r.Method != http.MethodGet {
+				continue
+			}
+			path := strings.ReplaceAll(r.Path, ":id", "x-1")
+			get := h.do(t, "GET", path, token1, "", nil)
+			head := h.do(t, "HEAD", path, token1, "", nil)
+			body, _ := io.ReadAll(head.Body)
+			if head.StatusCode != get.StatusCode || len(body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") ||
+				head.Header.Get("X-Request-ID") == "" {
+				t.Errorf("cache %s, HEAD %s: %d %v with %d body bytes; want GET's %d %v and no body",
+					cacheTTL, path, head.StatusCode, head.Header, len(body), get.StatusCode, get.Header)
+			}
+			if anon := h.do(t, "HEAD", path, "", "", nil); r.BackOffice() && (anon.StatusCode != 401 || anon.Header.Get("WWW-Authenticate") == "") {
+				t.Errorf("HEAD %s without a token: %d %v, want 401 with WWW-Authenticate", path, anon.StatusCode, anon.Header)
+			}
+		}
 	}
 }

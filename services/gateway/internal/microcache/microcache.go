@@ -1,15 +1,26 @@
-// Package microcache keeps the upstream's latest answer to a few hot public
-// GET routes in the gateway's memory for a very short time
-// ("micro-caching"). Within that time the gateway answers from memory,
-// without a hop to the service. After it, one request revalidates the answer
-// with the service through its ETag (If-None-Match: a 304 costs the service
-// one header check) while the others are still answered from memory
-// (stale-while-revalidate).
+// Package microcache keeps the upstream's latest answers to the hot public
+// JSON reads (the listing, a detail, the tag categories, a media record) in
+// the gateway's memory for a very short time ("micro-caching"). Within that
+// time the gateway answers from memory, without a hop to the service. After
+// it, one request per path revalidates the answer with the service through
+// its ETag (If-None-Match: a 304 costs the service one header check) while
+// the others are still answered from memory (stale-while-revalidate).
 //
-// Only complete 200 answers with an ETag and a known length are kept; any
-// other answer is passed through as it came and kept nowhere. A back-office
-// write through the gateway calls Invalidate, so the next read revalidates
-// first: a client reads its own writes through the same gateway replica.
+// Each kept answer is a rendering.Rendering of the service's identity body
+// under the service's ETag, so the gateway answers exactly as the service
+// would: the same ETags (one per encoding, derived from the service's),
+// gzip, zstd and br made once per answer, 304 for any of them, HEAD
+// without a body. Encodings never mix: the service is always asked for the
+// identity body, and each client gets the encoding it accepts.
+//
+// Only complete 200 answers with an ETag, a known length and no
+// Content-Encoding are kept; any other answer is passed through as it came
+// and kept nowhere. Memory is bounded: an answer over maxBody is never
+// kept, and when the kept answers of every path together pass maxTotal,
+// others are dropped (any, cheaply) to make room. A back-office write
+// through the gateway calls Invalidate, so the next read of every path
+// revalidates first: a client reads its own writes through the same
+// gateway replica.
 package microcache
 
 import (
@@ -27,20 +38,26 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/rendering"
 )
 
-// Cache holds the settings shared by every cached route and the generation
-// that Invalidate moves.
+// Cache holds the settings shared by every cached route, the generation
+// that Invalidate moves, and the memory the kept answers use.
 type Cache struct {
-	ttl     time.Duration
-	maxBody int64
-	gen     atomic.Uint64
+	ttl      time.Duration
+	maxBody  int64
+	maxTotal int64
+	gen      atomic.Uint64
+	used     atomic.Int64 // bytes of the kept answers, over every route
+	routes   []*route
+	mu       sync.Mutex // guards routes (added at start-up)
 }
 
 // New returns a cache whose entries are served for ttl before they are
-// revalidated; answers longer than maxBody bytes are passed through.
-func New(ttl time.Duration, maxBody int64) *Cache {
-	return &Cache{ttl: ttl, maxBody: maxBody}
+// revalidated; answers longer than maxBody bytes are passed through, and
+// the kept answers use at most about maxTotal bytes together.
+func New(ttl time.Duration, maxBody, maxTotal int64) *Cache {
+	return &Cache{ttl: ttl, maxBody: maxBody, maxTotal: maxTotal}
 }
 
 // Invalidate makes every entry revalidate with its upstream before it is
@@ -58,18 +75,27 @@ type Origin struct {
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 }
 
-// Route returns the handler of one route with a fixed path: GET and HEAD
-// requests without a query string are answered from the cache, anything
-// else goes to next (the route's reverse proxy).
+// Route returns the handler of one route (a path pattern such as
+// /public/documents/:id/detail): GET and HEAD requests without a query
+// string are answered from the cache, one entry per path, anything else
+// goes to next (the route's reverse proxy).
 func (c *Cache) Route(o Origin, next http.Handler) http.Handler {
-	return &route{cache: c, origin: o, next: next}
+	rt := &route{cache: c, origin: o, next: next}
+	c.mu.Lock()
+	c.routes = append(c.routes, rt)
+	c.mu.Unlock()
+	return rt
 }
 
 type route struct {
 	cache  *Cache
 	origin Origin
 	next   http.Handler
+	slots  sync.Map // path -> *slot
+}
 
+// slot is one path's kept answer and the lock of its revalidation.
+type slot struct {
 	cur   atomic.Pointer[entry]
 	renew sync.Mutex
 }
@@ -77,12 +103,12 @@ type route struct {
 // entry is one kept answer. It is never changed once stored: a
 // revalidation stores a copy.
 type entry struct {
-	header  http.Header // as the upstream sent it, minus what the gateway sets itself
-	length  []string    // Content-Length
-	body    []byte
-	etag    string
-	gen     uint64    // the Cache generation it was confirmed in
-	checked time.Time // when the upstream last confirmed it
+	r            *rendering.Rendering
+	header       http.Header // the upstream's other headers, as it sent them
+	cacheControl string
+	size         int64     // bytes counted against maxTotal
+	gen          uint64    // the Cache generation it was confirmed in
+	checked      time.Time // when the upstream last confirmed it
 }
 
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -101,14 +127,20 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// get returns a fresh enough entry, or the upstream's answer that could not
-// be kept, or the transport error of the revalidation.
+// get returns a fresh enough entry for r's path, or the upstream's answer
+// that could not be kept, or the transport error of the revalidation.
 func (rt *route) get(r *http.Request) (*entry, *http.Response, error) {
-	e := rt.cur.Load()
+	path := r.URL.Path
+	v, ok := rt.slots.Load(path)
+	if !ok {
+		v, _ = rt.slots.LoadOrStore(path, &slot{})
+	}
+	s := v.(*slot)
+	e := s.cur.Load()
 	if rt.fresh(e) {
 		return e, nil, nil
 	}
-	if !rt.renew.TryLock() {
+	if !s.renew.TryLock() {
 		if e != nil && e.gen == rt.cache.gen.Load() {
 			// Another request is revalidating it: whatever its age, this
 			// answer is as fresh as the service's answer to that request
@@ -116,21 +148,73 @@ func (rt *route) get(r *http.Request) (*entry, *http.Response, error) {
 			// be seconds when it re-reads a large listing.
 			return e, nil, nil
 		}
-		rt.renew.Lock()
+		s.renew.Lock()
 	}
-	defer rt.renew.Unlock()
-	if e = rt.cur.Load(); rt.fresh(e) {
+	defer s.renew.Unlock()
+	if e = s.cur.Load(); rt.fresh(e) {
 		return e, nil, nil // revalidated while this one waited
 	}
-	return rt.revalidate(r, e)
+	ne, res, err := rt.revalidate(r, e)
+	switch {
+	case ne != nil:
+		rt.keep(s, e, ne)
+	case res != nil:
+		// The upstream has no answer to keep (a 404 for a deleted
+		// document, a problem): the path is forgotten.
+		rt.drop(path, s)
+	case e == nil:
+		rt.slots.CompareAndDelete(path, s) // no slot per unknown id
+	}
+	return ne, res, err
 }
 
 func (rt *route) fresh(e *entry) bool {
 	return e != nil && e.gen == rt.cache.gen.Load() && time.Since(e.checked) < rt.cache.ttl
 }
 
-// revalidate asks the upstream for the route's answer, conditionally when
-// an entry exists, and stores what it can keep.
+// keep stores ne in s, counts its memory, and makes room if the kept
+// answers pass the budget.
+func (rt *route) keep(s *slot, old, ne *entry) {
+	s.cur.Store(ne)
+	delta := ne.size
+	if old != nil {
+		delta -= old.size
+	}
+	if rt.cache.used.Add(delta) > rt.cache.maxTotal {
+		rt.cache.evict(s)
+	}
+}
+
+// drop forgets path's entry.
+func (rt *route) drop(path string, s *slot) {
+	if old := s.cur.Swap(nil); old != nil {
+		rt.cache.used.Add(-old.size)
+	}
+	rt.slots.CompareAndDelete(path, s)
+}
+
+// evict drops kept answers, in no particular order (map order is random),
+// until the total is within the budget; keep is never dropped.
+func (c *Cache) evict(keep *slot) {
+	c.mu.Lock()
+	routes := c.routes
+	c.mu.Unlock()
+	for _, rt := range routes {
+		rt.slots.Range(func(k, v any) bool {
+			if s := v.(*slot); s != keep {
+				rt.drop(k.(string), s)
+			}
+			return c.used.Load() > c.maxTotal
+		})
+		if c.used.Load() <= c.maxTotal {
+			return
+		}
+	}
+}
+
+// revalidate asks the upstream for the path's answer, conditionally when
+// an entry exists. It returns the entry to keep, or the answer that
+// cannot be kept.
 func (rt *route) revalidate(r *http.Request, old *entry) (*entry, *http.Response, error) {
 	// Read before asking: an Invalidate while the request is in flight
 	// leaves the stored entry due for another revalidation.
@@ -142,8 +226,11 @@ func (rt *route) revalidate(r *http.Request, old *entry) (*entry, *http.Response
 	if id := r.Header.Get(httpx.RequestIDHeader); id != "" {
 		req.Header.Set(httpx.RequestIDHeader, id)
 	}
+	// The identity body is kept, and compressed here for each client as it
+	// asks (said outright: a transport would otherwise ask for gzip).
+	req.Header.Set("Accept-Encoding", "identity")
 	if old != nil {
-		req.Header.Set("If-None-Match", old.etag)
+		req.Header.Set("If-None-Match", old.r.ETag())
 	}
 	otel.GetTextMapPropagator().Inject(r.Context(), propagation.HeaderCarrier(req.Header))
 	res, err := rt.origin.Transport.RoundTrip(req)
@@ -155,9 +242,8 @@ func (rt *route) revalidate(r *http.Request, old *entry) (*entry, *http.Response
 		_ = res.Body.Close()
 		e := *old
 		e.gen, e.checked = gen, time.Now()
-		rt.cur.Store(&e)
 		return &e, nil, nil
-	case res.StatusCode == http.StatusOK && res.Header.Get("ETag") != "" &&
+	case res.StatusCode == http.StatusOK && res.Header.Get("ETag") != "" && res.Header.Get("Content-Encoding") == "" &&
 		res.ContentLength >= 0 && res.ContentLength <= rt.cache.maxBody:
 		body := make([]byte, res.ContentLength)
 		_, err := io.ReadFull(res.Body, body)
@@ -165,41 +251,33 @@ func (rt *route) revalidate(r *http.Request, old *entry) (*entry, *http.Response
 		if err != nil {
 			return nil, nil, err
 		}
-		e := &entry{
-			header: kept(res.Header), length: []string{strconv.Itoa(len(body))}, body: body,
-			etag: res.Header.Get("ETag"), gen: gen, checked: time.Now(),
+		header := kept(res.Header)
+		for _, k := range rendered {
+			header.Del(k)
 		}
-		rt.cur.Store(e)
-		return e, nil, nil
+		return &entry{
+			r:      rendering.NewWithETag(res.Header.Get("Content-Type"), body, res.Header.Get("ETag")),
+			header: header, cacheControl: res.Header.Get("Cache-Control"),
+			// The identity body, and room for its compressed forms.
+			size: 2 * int64(len(body)), gen: gen, checked: time.Now(),
+		}, nil, nil
 	default:
 		return nil, res, nil
 	}
 }
 
-// write answers r from e, with a 304 when r's If-None-Match matches.
+// rendered are the headers rendering.Serve writes itself.
+var rendered = []string{"Content-Type", "Etag", "Cache-Control", "Vary", "Content-Encoding"}
+
+// write answers r from e: 304 when r's If-None-Match names one of its
+// ETags, otherwise the body in the encoding r accepts.
 func (e *entry) write(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	if httpx.ETagMatch(r.Header.Get("If-None-Match"), e.etag) {
-		for _, k := range notModifiedHeaders {
-			if v, ok := e.header[k]; ok {
-				h[k] = v
-			}
-		}
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
 	for k, v := range e.header {
 		h[k] = v
 	}
-	h["Content-Length"] = e.length
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.body)
-	}
+	e.r.Serve(w, r, e.cacheControl)
 }
-
-// notModifiedHeaders are the headers a 304 repeats (RFC 9110 §15.4.5).
-var notModifiedHeaders = []string{"Cache-Control", "Content-Location", "Etag", "Expires", "Last-Modified", "Vary"}
 
 // passThrough answers r with an upstream answer that was not kept.
 func passThrough(w http.ResponseWriter, r *http.Request, res *http.Response) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,11 +26,13 @@ type origin struct {
 	delay    chan struct{} // when not nil, each request waits for a receive
 	requests atomic.Int64
 	lastINM  atomic.Value // the last If-None-Match received
+	lastAE   atomic.Value // the last Accept-Encoding received
 }
 
 func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.requests.Add(1)
 	o.lastINM.Store(r.Header.Get("If-None-Match"))
+	o.lastAE.Store(r.Header.Get("Accept-Encoding"))
 	o.mu.Lock()
 	body, etag, status, noETag, delay := o.body, o.etag, o.status, o.noETag, o.delay
 	o.mu.Unlock()
@@ -52,6 +55,7 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body))) // as rendering.Serve does
 	_, _ = io.WriteString(w, body)
 }
 
@@ -75,7 +79,7 @@ func newFixture(t *testing.T, ttl time.Duration) *fixture {
 	srv := httptest.NewServer(f.origin)
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	f.cache = New(ttl, 1<<20)
+	f.cache = New(ttl, 1<<20, 1<<30)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.next.Add(1)
 		w.WriteHeader(http.StatusTeapot)
@@ -218,7 +222,7 @@ func TestTransportFailureIsAnsweredByFail(t *testing.T) {
 	t.Parallel()
 	u, _ := url.Parse("http://127.0.0.1:1")
 	var failed error
-	h := New(time.Hour, 1<<20).Route(Origin{Target: u, Transport: http.DefaultTransport,
+	h := New(time.Hour, 1<<20, 1<<30).Route(Origin{Target: u, Transport: http.DefaultTransport,
 		Fail: func(w http.ResponseWriter, r *http.Request, err error) { failed = err; w.WriteHeader(502) }}, nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/public/documents", nil))
@@ -270,4 +274,97 @@ func TestConcurrentRequests(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// The identity body is asked for and kept; each client gets the encoding it
+// accepts, with the ETag the service itself would give it.
+func TestEncodingsAreKeptApart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, time.Hour)
+	big := `[` + strings.Repeat(`{"id":"a","title":"Un titre assez long"},`, 60) + `{"id":"z"}]`
+	f.origin.set(func(o *origin) { o.body = big })
+	plain := f.get(t, "GET", "/public/documents")
+	gz := f.get(t, "GET", "/public/documents", "Accept-Encoding", "gzip")
+	br := f.get(t, "GET", "/public/documents", "Accept-Encoding", "br")
+	if plain.Body.String() != big || plain.Header().Get("Content-Encoding") != "" || plain.Header().Get("ETag") != `"v1"` {
+		t.Errorf("identity: %v", plain.Header())
+	}
+	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") != `"v1-gzip"` || gz.Body.Len() >= len(big)/2 {
+		t.Errorf("gzip: %v, %d bytes", gz.Header(), gz.Body.Len())
+	}
+	if br.Header().Get("Content-Encoding") != "br" || br.Header().Get("ETag") != `"v1-br"` {
+		t.Errorf("br: %v", br.Header())
+	}
+	for _, w := range []*httptest.ResponseRecorder{plain, gz, br} {
+		if w.Header().Get("Vary") != "Accept-Encoding" || w.Header().Get("Cache-Control") != "no-cache" {
+			t.Errorf("headers %v: want Vary and the origin's Cache-Control", w.Header())
+		}
+	}
+	if w := f.get(t, "GET", "/public/documents", "If-None-Match", `"v1-gzip"`); w.Code != 304 || w.Header().Get("ETag") != `"v1-gzip"` {
+		t.Errorf("If-None-Match with the gzip ETag: %d %v", w.Code, w.Header())
+	}
+	if n, ae := f.origin.requests.Load(), f.origin.lastAE.Load(); n != 1 || ae != "identity" {
+		t.Errorf("origin asked %d times, last Accept-Encoding %q; want once, for the identity body", n, ae)
+	}
+}
+
+// Each path of a route has its own entry; an answer that is not kept
+// leaves nothing behind; the kept answers stay within the budget.
+func TestOneEntryPerPathWithinTheBudget(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/public/documents/"), "/detail")
+		if id == "gone" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.Header().Set("ETag", `"`+id+`"`)
+		if r.Header.Get("If-None-Match") == `"`+id+`"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"`+id+`","pad":"`+strings.Repeat("x", 80)+`"}`)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	c := New(time.Hour, 1<<20, 1000) // room for about 4 answers of ~100 bytes, counted twice
+	h := c.Route(Origin{Target: u, Transport: srv.Client().Transport, Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
+	get := func(id string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/public/documents/"+id+"/detail", nil))
+		return w
+	}
+	for _, id := range []string{"a", "b", "a", "b"} {
+		if w := get(id); w.Code != 200 || !strings.Contains(w.Body.String(), `"id":"`+id+`"`) || w.Header().Get("ETag") != `"`+id+`"` {
+			t.Fatalf("detail %s: %d %q", id, w.Code, w.Body)
+		}
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("origin asked %d times for two paths asked twice each, want 2", n)
+	}
+	if w := get("gone"); w.Code != 404 {
+		t.Errorf("unknown id: %d, want the origin's 404", w.Code)
+	}
+	rt := h.(*route)
+	if _, ok := rt.slots.Load("/public/documents/gone/detail"); ok {
+		t.Error("a path whose answer was not kept still has a slot")
+	}
+	for i := range 20 {
+		get(string(rune('c' + i)))
+	}
+	if used := c.used.Load(); used > 1000 || used <= 0 {
+		t.Errorf("kept answers use %d bytes, want at most the budget of 1000", used)
+	}
+	var kept int64
+	rt.slots.Range(func(_, v any) bool {
+		if e := v.(*slot).cur.Load(); e != nil {
+			kept += e.size
+		}
+		return true
+	})
+	if kept != c.used.Load() {
+		t.Errorf("the entries hold %d bytes, the count says %d", kept, c.used.Load())
+	}
 }

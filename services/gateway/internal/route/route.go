@@ -3,7 +3,10 @@
 // request body it takes. Nothing outside this table is forwarded.
 package route
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // Upstream names a service behind the gateway.
 type Upstream string
@@ -58,15 +61,41 @@ func (r Route) BackOffice() bool { return strings.HasPrefix(r.Path, "/bo/") }
 // Public reports whether the route is open to the public app.
 func (r Route) Public() bool { return strings.HasPrefix(r.Path, "/public/") }
 
+// Read reports whether the route only reads (GET or HEAD).
+func (r Route) Read() bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
+
 // MicroCached reports whether the gateway may answer the route from its
-// micro-cache: the public listing of documents, the same bytes for every
-// client, asked at every start of the app, and revalidated with the
-// catalog's ETag.
-func (r Route) MicroCached() bool { return r.Method == "GET" && r.Path == "/public/documents" }
+// micro-cache: the public JSON reads, the same bytes for every client
+// (the listing, asked at every start of the app, a detail, the tag
+// categories, a media record), revalidated with the service's ETag.
+// Downloads are streamed, never kept.
+func (r Route) MicroCached() bool {
+	if !r.Read() {
+		return false
+	}
+	switch r.Path {
+	case "/public/documents", "/public/documents/:id/detail", "/public/tags-categories", "/public/medias/:id":
+		return true
+	}
+	return false
+}
 
 // Table returns every route of the contract (the base document plus
-// POST /bo/documents/:id/restore).
+// POST /bo/documents/:id/restore), and HEAD beside every GET (CONTRACT.md
+// §7: the same status and headers, no body).
 func Table() []Route {
+	var out []Route
+	for _, r := range table() {
+		out = append(out, r)
+		if r.Method == http.MethodGet {
+			r.Method = http.MethodHead
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func table() []Route {
 	return []Route{
 		// taxonomy
 		{"GET", "/public/tags-categories", Taxonomy, NoBody},

@@ -36,6 +36,12 @@ func TestTable(t *testing.T) {
 		{"DELETE", "/bo/medias/:id", med, route.NoBody},
 		{"GET", "/bo/medias/:id/download", med, route.NoBody},
 	}
+	for _, w := range want { // every GET answers HEAD too
+		if w.Method == "GET" {
+			w.Method = "HEAD"
+			want = append(want, w)
+		}
+	}
 
 	got := map[string]route.Route{}
 	for _, r := range route.Table() {
@@ -62,5 +68,27 @@ func TestTable(t *testing.T) {
 	}
 	for key := range got {
 		t.Errorf("route %s is not in the contract", key)
+	}
+}
+
+// The gateway micro-caches the public JSON reads, GET and HEAD alike, and
+// nothing else (downloads stream, back-office reads must be current).
+func TestMicroCached(t *testing.T) {
+	t.Parallel()
+	want := map[string]bool{
+		"/public/documents": true, "/public/documents/:id/detail": true,
+		"/public/tags-categories": true, "/public/medias/:id": true,
+	}
+	seen := 0
+	for _, r := range route.Table() {
+		if r.MicroCached() != (r.Read() && want[r.Path]) {
+			t.Errorf("%s %s: MicroCached = %v", r.Method, r.Path, r.MicroCached())
+		}
+		if r.MicroCached() {
+			seen++
+		}
+	}
+	if seen != 2*len(want) {
+		t.Errorf("%d micro-cached routes, want GET and HEAD of %d paths", seen, len(want))
 	}
 }
