@@ -143,6 +143,17 @@ func run(ctx context.Context) error {
 			"BO_API_TOKENS=" + token, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
 		}},
 	}
+	// Every service inherits this environment (devserver.Start), so the
+	// gateway's own settings pass through as they are; say which.
+	var passed []string
+	for _, k := range gatewaySettings {
+		if v, ok := os.LookupEnv(k); ok {
+			passed = append(passed, k+"="+v)
+		}
+	}
+	if len(passed) > 0 {
+		say("gateway settings from the environment: " + strings.Join(passed, " "))
+	}
 	say("starting services")
 	for _, s := range services {
 		p, err := devserver.Start(s.name, filepath.Join(bin, s.name), nil,
@@ -188,6 +199,12 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("%s stopped unexpectedly (%v); stopping everything", p.Name, p.Err())
 	}
 }
+
+// gatewaySettings are the gateway's variables (README, Configuration) that
+// make dev leaves to the caller, e.g. PUBLIC_RATE_LIMIT=0 for a load test
+// from one address.
+var gatewaySettings = []string{"PUBLIC_RATE_LIMIT", "PUBLIC_CACHE_TTL", "UPSTREAM_TIMEOUT", "TRUSTED_PROXIES",
+	"MEDIA_MAX_UPLOAD_SIZE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE"}
 
 func say(s string) { fmt.Println(s) }
 
