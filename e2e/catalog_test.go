@@ -32,13 +32,21 @@ func (st *Stack) Upload(name string, content []byte) string {
 // PostFile sends a file to POST /bo/medias as the multipart part "file".
 func (st *Stack) PostFile(name string, content []byte) Response {
 	st.t.Helper()
+	body, ctype := fileBody(st.t, name, content)
+	return st.BO("POST", "/bo/medias", body, "Content-Type", ctype)
+}
+
+// fileBody is a multipart/form-data body with content as the part
+// "file", and its Content-Type.
+func fileBody(t testing.TB, name string, content []byte) ([]byte, string) {
+	t.Helper()
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
 	part, err := w.CreateFormFile("file", name)
-	testkit.Must(st.t, err, "multipart")
+	testkit.Must(t, err, "multipart")
 	_, _ = part.Write(content)
-	testkit.Must(st.t, w.Close(), "multipart close")
-	return st.BO("POST", "/bo/medias", body.Bytes(), "Content-Type", w.FormDataContentType())
+	testkit.Must(t, w.Close(), "multipart close")
+	return body.Bytes(), w.FormDataContentType()
 }
 
 type docJSON struct {

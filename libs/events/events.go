@@ -47,6 +47,8 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Stream is the JetStream stream that captures every subject below;
@@ -112,11 +114,23 @@ func New(ctx context.Context, source, subject string, data any, at time.Time) (E
 	if err != nil {
 		return Event{}, fmt.Errorf("event %s: %w", subject, err)
 	}
+	id := NewID()
+	// The message is created here, in the request, and sent later by the
+	// relay: a "create" span under the request's span (OpenTelemetry's
+	// messaging conventions for a deferred send) is what the consumers'
+	// spans hang from, so one trace goes from the request through NATS to
+	// the consumer. It uses the request span's provider: with no span
+	// exported, it is a no-op that passes the request's context on.
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(instrumentation).Start(ctx, "create "+subject,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(messagingSystem, semconv.MessagingOperationTypeCreate, semconv.MessagingOperationName("create"),
+			semconv.MessagingDestinationName(subject), semconv.MessagingMessageID(id)))
+	span.End()
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
 	return Event{
 		Envelope: Envelope{
-			SpecVersion: "1.0", ID: NewID(), Source: source, Type: subject,
+			SpecVersion: "1.0", ID: id, Source: source, Type: subject,
 			Time: at.UTC(), DataContentType: "application/json", Data: raw,
 		},
 		TraceParent: carrier["traceparent"],

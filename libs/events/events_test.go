@@ -227,24 +227,32 @@ func TestTraceContextSurvivesPublishAndConsume(t *testing.T) {
 		t.Errorf("handler trace id %v, want the request's %v", handlerSC.TraceID(), reqSpan.SpanContext().TraceID())
 	}
 
-	var producer, consumer sdktrace.ReadOnlySpan
-	waitFor(t, 5*time.Second, "producer and consumer spans", func() bool {
+	// request -> create (in the request) -> process (in the consumer); the
+	// relay's publish, in its own trace, links to the create span.
+	var create, producer, consumer sdktrace.ReadOnlySpan
+	waitFor(t, 5*time.Second, "create, publish and process spans", func() bool {
 		for _, s := range rec.Ended() {
-			switch s.SpanKind() {
-			case trace.SpanKindProducer:
+			switch {
+			case s.Name() == "create "+events.TagDeleted:
+				create = s
+			case s.SpanKind() == trace.SpanKindProducer:
 				producer = s
-			case trace.SpanKindConsumer:
+			case s.SpanKind() == trace.SpanKindConsumer:
 				consumer = s
 			}
 		}
-		return producer != nil && consumer != nil
+		return create != nil && producer != nil && consumer != nil
 	})
-	if consumer.Name() != "process "+events.TagDeleted || consumer.Parent().SpanID() != reqSpan.SpanContext().SpanID() {
-		t.Errorf("consumer span %q with parent %v, want %q under the request span %v",
-			consumer.Name(), consumer.Parent().SpanID(), "process "+events.TagDeleted, reqSpan.SpanContext().SpanID())
+	if create.SpanKind() != trace.SpanKindProducer || create.Parent().SpanID() != reqSpan.SpanContext().SpanID() {
+		t.Errorf("create span of kind %v under %v, want a producer span under the request span %v",
+			create.SpanKind(), create.Parent().SpanID(), reqSpan.SpanContext().SpanID())
 	}
-	if l := producer.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != reqSpan.SpanContext().SpanID() {
-		t.Errorf("producer span links %v, want one link to the request span", l)
+	if consumer.Name() != "process "+events.TagDeleted || consumer.Parent().SpanID() != create.SpanContext().SpanID() {
+		t.Errorf("consumer span %q with parent %v, want %q under the create span %v",
+			consumer.Name(), consumer.Parent().SpanID(), "process "+events.TagDeleted, create.SpanContext().SpanID())
+	}
+	if l := producer.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != create.SpanContext().SpanID() {
+		t.Errorf("publish span links %v, want one link to the create span", l)
 	}
 	attrs := map[string]string{}
 	for _, a := range producer.Attributes() {

@@ -11,11 +11,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/doclib/libs/telemetry"
 
 	"github.com/doclib/services/media/internal/media"
 )
@@ -72,11 +76,19 @@ func New(cfg Config) (*Store, error) {
 	tr.ResponseHeaderTimeout = responseTimeout
 	tr.ExpectContinueTimeout = time.Second
 	tr.IdleConnTimeout = 90 * time.Second
+	var rt http.RoundTripper = tr
+	if telemetry.Enabled() {
+		// minio-go has no tracing of its own: each S3 request is a client
+		// span ("s3 PUT", ...) of the request that made it.
+		rt = otelhttp.NewTransport(tr, otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			return "s3 " + r.Method
+		}))
+	}
 	c, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
 		Secure:     cfg.UseTLS,
 		Region:     cfg.Region,
-		Transport:  tr,
+		Transport:  rt,
 		MaxRetries: maxRetries,
 	})
 	if err != nil {
