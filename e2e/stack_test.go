@@ -162,6 +162,9 @@ func (st *Stack) Start(s string) {
 	testkit.Must(st.t, devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz"), s+" ready")
 }
 
+// Pid is the process id of service s.
+func (st *Stack) Pid(s string) int { return st.procs[s].Pid() }
+
 // Stop stops service s (SIGTERM, graceful).
 func (st *Stack) Stop(s string) {
 	st.procs[s].Stop()

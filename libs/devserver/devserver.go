@@ -69,6 +69,9 @@ func StartCmd(name string, cmd *exec.Cmd, stop syscall.Signal) (*Process, error)
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
+// Pid is the child's process id (for benchmarks that sample its memory).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Err is the exit error, once Done is closed.
 func (p *Process) Err() error { return p.err }
 
