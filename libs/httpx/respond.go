@@ -1,14 +1,11 @@
 package httpx
 
 import (
-	"errors"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
-	"github.com/doclib/libs/validation"
 )
 
 // TimeFormat is how every date is written (CONTRACT.md §1): RFC 3339 in UTC
@@ -35,24 +32,4 @@ func Abort(c *gin.Context, err error, toProblem func(error) *problem.Problem) {
 	p := toProblem(err)
 	problem.Write(c.Writer, p)
 	c.Abort()
-}
-
-// CommonProblem maps the errors every service shares: invalid input is 422
-// listing every failing field; a database that cannot be reached is 503
-// naming what is unavailable; anything else is a 500 whose detail says only
-// that the request failed.
-func CommonProblem(err error, database string) *problem.Problem {
-	var verrs validation.Errors
-	switch {
-	case errors.As(err, &verrs):
-		fields := make([]problem.FieldError, len(verrs))
-		for i, f := range verrs {
-			fields[i] = problem.FieldError{Field: f.Field, Message: f.Message}
-		}
-		return problem.Validation("the request has invalid fields", fields)
-	case mongox.IsUnavailable(err):
-		return problem.Unavailable("the "+database+" is unavailable; try again shortly").With("Retry-After", "5")
-	default:
-		return problem.Internal("the request could not be completed because of an internal error")
-	}
 }

@@ -45,18 +45,6 @@ func Ping(c *mongo.Client) func(context.Context) error {
 	return func(ctx context.Context) error { return c.Ping(ctx, readpref.Primary()) }
 }
 
-// IsDuplicateKey reports whether err is a unique-index violation. FerretDB
-// v1 (SQLite) reports one raised by an update or findAndModify as an
-// InternalError whose message carries SQLite's "UNIQUE constraint failed";
-// inserts get the usual code 11000.
-func IsDuplicateKey(err error) bool {
-	if mongo.IsDuplicateKeyError(err) {
-		return true
-	}
-	var se mongo.ServerError
-	return errors.As(err, &se) && strings.Contains(err.Error(), "UNIQUE constraint failed")
-}
-
 // IsUnavailable reports whether err means the database could not be reached
 // in time or is changing primaries, as opposed to a bug or a refused
 // command: such errors are answered 503, and events wait for the database.

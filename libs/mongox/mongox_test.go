@@ -41,8 +41,8 @@ func TestIsUnavailable(t *testing.T) {
 	_, err = coll.InsertOne(ctx, bson.M{"_id": 1})
 	testkit.Must(t, err, "insert")
 	_, err = coll.InsertOne(ctx, bson.M{"_id": 1})
-	if err == nil || mongox.IsUnavailable(err) || !mongox.IsDuplicateKey(err) {
-		t.Errorf("duplicate key %v: IsUnavailable = %v, IsDuplicateKey = %v; want false, true", err,
-			mongox.IsUnavailable(err), mongox.IsDuplicateKey(err))
+	if err == nil || mongox.IsUnavailable(err) || !mongo.IsDuplicateKeyError(err) {
+		t.Errorf("duplicate key %v: IsUnavailable = %v, IsDuplicateKeyError = %v; want false, true", err,
+			mongox.IsUnavailable(err), mongo.IsDuplicateKeyError(err))
 	}
 }

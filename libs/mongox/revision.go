@@ -48,7 +48,7 @@ func (r *Revision) Bump(ctx context.Context) {
 		return err
 	}
 	err := inc()
-	if IsDuplicateKey(err) {
+	if mongo.IsDuplicateKeyError(err) {
 		err = inc()
 	}
 	if err != nil {

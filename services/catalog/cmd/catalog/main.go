@@ -29,10 +29,9 @@ import (
 
 const service = "catalog"
 
-// settleInterval is how often documents whose references were not checked
-// again after their write (a lookup failed, or the process stopped) are
-// settled in the background.
-const settleInterval = 15 * time.Second
+// releaseEvery is how often holds left by writers that died are released
+// (mongostore.ReleaseStale).
+const releaseEvery = 15 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,26 +93,25 @@ func run(ctx context.Context) error {
 	// deferred after p.Close, before NATS and MongoDB close).
 	stopRelay := relay.Start()
 	defer stopRelay()
-	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
+	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL), log)
 	// Documents are served while NATS is down; the consumers start once it
 	// is up (their durable positions wait in the stream meanwhile).
 	stopConsumers := p.WhenNATS("consumers", func(ctx context.Context) (func(context.Context) error, error) {
-		return consumers.Start(ctx, p.JS, store, refs, log)
+		return consumers.Start(ctx, p.JS, svc, log)
 	})
 
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
-	svc := document.NewService(store, refs, log)
-	stopSettling := periodic.Start(ctx, log, "settling document references", settleInterval, func(ctx context.Context) error {
-		n, err := svc.SettleUnsettled(ctx, settleInterval)
+	stopReleasing := periodic.Start(ctx, log, "releasing stale holds", releaseEvery, func(ctx context.Context) error {
+		n, err := store.ReleaseStale(ctx)
 		if n > 0 {
-			log.InfoContext(ctx, "document references settled in the background", "documents", n)
+			log.WarnContext(ctx, "holds of writers that died were released", "documents", n)
 		}
 		return err
 	})
-	defer stopSettling()
+	defer stopReleasing()
 	httpapi.New(svc, store, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)

@@ -1,12 +1,15 @@
 // Package document owns the catalog: documents of four types (PDF, LINK,
-// MARKDOWN, HTML), their validation, soft deletion and restore, and what the
-// catalog needs from storage and from the services that own tags and media.
+// MARKDOWN, HTML), their validation, deletion to the trash, restore and
+// purge, the rule that keeps their references to tags and media true
+// (refs.go), and the ports it needs: a Store with one write path (Update)
+// and References, the services that own tags and media.
 package document
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -46,25 +49,86 @@ type Document struct {
 	Sources   []string
 	ImagesIDs []string
 	File      *File
+	// TagSince says which tag each of TagsIDs was checked against: the
+	// tag's createdAt as taxonomy gave it (refs.go). Missing for documents
+	// stored before it was kept.
+	TagSince map[string]time.Time
+
 	IsDeleted bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	// RefsAt is when the references were last checked (taken before the
-	// lookups of a create or a PATCH; zero for documents stored before it
-	// was kept). A tag created after it is not the one the document named.
-	RefsAt time.Time
+	DeletedAt time.Time // zero unless deleted
+
+	// Seq is the document's place in the store's change sequence: every
+	// write gives it a higher one (Store.Changes).
+	Seq int64
 }
 
-// Summary is a listing entry: a document without its content.
-type Summary struct {
-	ID        string
-	Title     string
-	Type      Type
-	URL       string
-	TagsIDs   []string
-	IsDeleted bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+// Refs are the ids of tags and media that documents name.
+type Refs struct {
+	Tags  []string
+	Media []string
+}
+
+// Refs returns the references d makes.
+func (d Document) Refs() Refs {
+	r := Refs{Tags: slices.Clone(d.TagsIDs), Media: slices.Clone(d.ImagesIDs)}
+	if d.File != nil {
+		r.Media = append(r.Media, d.File.ID)
+	}
+	return r
+}
+
+// Covers reports whether every reference of o is in r.
+func (r Refs) Covers(o Refs) bool {
+	for _, id := range o.Tags {
+		if !slices.Contains(r.Tags, id) {
+			return false
+		}
+	}
+	for _, id := range o.Media {
+		if !slices.Contains(r.Media, id) {
+			return false
+		}
+	}
+	return true
+}
+
+// Clone returns a deep copy of d, for a closure to change.
+func (d Document) Clone() Document {
+	d.TagsIDs = slices.Clone(d.TagsIDs)
+	d.Sources = slices.Clone(d.Sources)
+	d.ImagesIDs = slices.Clone(d.ImagesIDs)
+	if d.File != nil {
+		f := *d.File
+		d.File = &f
+	}
+	if d.TagSince != nil {
+		since := make(map[string]time.Time, len(d.TagSince))
+		for k, v := range d.TagSince {
+			since[k] = v
+		}
+		d.TagSince = since
+	}
+	return d
+}
+
+// Event is what a write tells the other services, through the store's
+// outbox, in the same write.
+type Event int
+
+// The events a document write can cause.
+const (
+	Deleted Event = iota + 1 // library.catalog.document.deleted
+)
+
+// Events returns the events of the change from before to after: a document
+// put in the trash is announced.
+func Events(before, after Document) []Event {
+	if after.IsDeleted && !before.IsDeleted {
+		return []Event{Deleted}
+	}
+	return nil
 }
 
 // Media is what the catalog knows of a media record when checking a reference.
@@ -77,13 +141,6 @@ type Media struct {
 	Deleting bool
 }
 
-// Mark says that the references of a document written at At are still to
-// be checked again (Service.settle).
-type Mark struct {
-	DocumentID string
-	At         time.Time
-}
-
 // Errors the catalog answers with.
 var (
 	ErrNotFound      = errors.New("document not found")
@@ -92,6 +149,10 @@ var (
 	ErrNoFile        = errors.New("document has no file")
 	ErrConflict      = errors.New("document changed concurrently")
 )
+
+// ErrUnchanged, returned by an Update closure, leaves the document as it
+// is: Update then answers the stored document and no error.
+var ErrUnchanged = errors.New("document unchanged")
 
 // UnavailableError says a service the catalog depends on did not answer.
 type UnavailableError struct {
@@ -102,31 +163,40 @@ type UnavailableError struct {
 func (e *UnavailableError) Error() string { return fmt.Sprintf("%s unavailable: %v", e.Service, e.Err) }
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// Store persists documents. Get returns deleted documents too. List returns
-// summaries newest first, read without content.
+// Store keeps documents. Create and Update are the only ways to change
+// one: the store owns concurrency (a write holds the document, so two never
+// interleave, and a crashed writer's hold is released after a while) and
+// the change sequence; the closure owns the rules. Every write gets the
+// next Seq, and the events of Events(before, after) are recorded in the
+// same single-document write, so none is lost.
 //
-// Insert, Replace and Restore first mark the document "references
-// unsettled" (see Service.settle); Unsettled lists the marks and Settle
-// clears one.
+// While a write is in flight, the document is held: its current references
+// and those the write declared (adds) count as used (Naming, MediaUsers),
+// so a deletion of a tag or media that asks during the write sees them
+// (refs.go). The closure may call other services (the reference lookups);
+// the references of the new state must be among those held, else the
+// write fails.
 type Store interface {
-	Insert(ctx context.Context, d Document) error
+	// Create stores a new document under id, made by fn from a zero
+	// Document carrying only the id.
+	Create(ctx context.Context, id string, adds Refs, fn func(*Document) error) (Document, error)
+	// Update changes the document id with fn; ErrNotFound if there is none.
+	// fn returning ErrUnchanged leaves it as it is.
+	Update(ctx context.Context, id string, adds Refs, fn func(*Document) error) (Document, error)
+	// UpdateEach applies fn to each document of ids, as Update does,
+	// skipping the ones that do not exist, and returns those it changed.
+	UpdateEach(ctx context.Context, ids []string, fn func(*Document) error) ([]Document, error)
+
+	// Get returns a document, deleted or not.
 	Get(ctx context.Context, id string) (Document, error)
-	List(ctx context.Context, withDeleted bool) ([]Summary, error)
-	// Replace stores d over the live document d.ID if it still has the
-	// updatedAt it was read with (ErrConflict otherwise, ErrDeleted if it
-	// was deleted meanwhile).
-	Replace(ctx context.Context, d Document, readAt time.Time) error
-	// SoftDelete marks the document deleted and records its deletion event,
-	// in one write; deleted is false when it already was.
-	SoftDelete(ctx context.Context, id string, at time.Time) (deleted bool, err error)
-	Restore(ctx context.Context, id string, at time.Time) (Document, error)
-	// Unsettled returns up to limit marks made before the given time.
-	Unsettled(ctx context.Context, before time.Time, limit int) ([]Mark, error)
-	// Settle removes the gone tags and media from the marked document, if
-	// it still has refsAt (a later write checked its own references), then
-	// clears the mark unless a later write replaced it.
-	Settle(ctx context.Context, m Mark, refsAt time.Time, goneTags, goneMedia []string) error
-	// MediaUsers returns the ids of documents not deleted that use the media.
+	// List returns every document (deleted ones when withDeleted), newest
+	// first, ties by id, without their content.
+	List(ctx context.Context, withDeleted bool) ([]Document, error)
+	// Naming returns the ids of documents, deleted or not, that name one of
+	// the references, or are held by a write that may.
+	Naming(ctx context.Context, refs Refs) ([]string, error)
+	// MediaUsers returns the ids of documents not deleted that use the
+	// media, and of documents held by a write that may make them do so.
 	MediaUsers(ctx context.Context, mediaID string) ([]string, error)
 }
 

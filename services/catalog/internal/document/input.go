@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/doclib/libs/validation"
@@ -38,10 +37,11 @@ type Input struct {
 	FileID    string
 }
 
-// check validates in against the rules of its type and the references it
-// makes, and returns the document fields it sets. Every failing field is
-// reported at once.
-func check(ctx context.Context, refs References, sanitize func(string) string, in Input) (Document, error) {
+// validate checks in against the rules of its type, without asking other
+// services, and returns the document fields it sets (File names only the
+// media id until the references are checked). Every failing field is
+// reported.
+func validate(in Input) (Document, validation.Errors) {
 	var errs validation.Errors
 	d := Document{Type: Type(in.Type)}
 
@@ -79,7 +79,7 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 		}
 		d.Content = in.Content
 		if d.Type == HTML {
-			d.Content = sanitize(in.Content)
+			d.Content = SanitizeHTML(in.Content)
 			switch {
 			case strings.TrimSpace(in.Content) != "" && strings.TrimSpace(d.Content) == "":
 				errs.Add("content", "has nothing left once unsafe HTML (scripts, event handlers, frames) is removed")
@@ -105,67 +105,30 @@ func check(ctx context.Context, refs References, sanitize func(string) string, i
 	case PDF:
 		if in.FileID == "" {
 			errs.Add("fileId", "is required")
+		} else {
+			d.File = &File{ID: in.FileID}
 		}
 	}
+	return d, errs
+}
 
-	// Reference checks only when the lists are within bounds, so a huge
-	// list is refused without asking other services.
-	if len(d.TagsIDs) > 0 && len(d.TagsIDs) <= MaxTags {
-		found, err := refs.Tags(ctx, askable(d.TagsIDs))
-		if err != nil {
-			return Document{}, err
-		}
-		for i, id := range d.TagsIDs {
-			created, ok := found[id]
-			if !ok {
-				errs.Add(fmt.Sprintf("tagsIds[%d]", i), "unknown tag '%s'", clip(id))
-			}
-			// RefsAt starts as the creation of the newest tag seen (by
-			// taxonomy's clock, to the millisecond above): see Service.checked.
-			if c := created.Truncate(time.Millisecond); c.After(d.RefsAt) {
-				d.RefsAt = c
-				if c.Before(created) {
-					d.RefsAt = c.Add(time.Millisecond)
-				}
-			}
-		}
+// adds returns the references in names, for the store to hold while they
+// are checked (refs.go).
+func (in Input) adds() Refs {
+	r := Refs{Tags: askable(in.TagsIDs), Media: askable(in.ImagesIDs)}
+	if in.FileID != "" && len(in.FileID) <= MaxRefIDLen {
+		r.Media = append(r.Media, in.FileID)
 	}
-	var mediaIDs []string
-	if d.Type == PDF && in.FileID != "" {
-		mediaIDs = append(mediaIDs, in.FileID)
-	}
-	if d.Type.Inline() && len(d.ImagesIDs) <= MaxImages {
-		mediaIDs = append(mediaIDs, d.ImagesIDs...)
-	}
-	if len(mediaIDs) > 0 {
-		medias, err := refs.Medias(ctx, askable(mediaIDs))
-		if err != nil {
-			return Document{}, err
-		}
-		if d.Type == PDF && in.FileID != "" {
-			switch m, ok := medias[in.FileID]; {
-			case !ok:
-				errs.Add("fileId", "unknown media '%s'", clip(in.FileID))
-			case m.Deleting:
-				errs.Add("fileId", "media '%s' is being deleted", clip(in.FileID))
-			case m.MimeType != PDFMimeType:
-				errs.Add("fileId", "media '%s' is %s, not a PDF", in.FileID, m.MimeType)
-			default:
-				d.File = &File{ID: m.ID, Name: m.Name}
-			}
-		}
-		if d.Type.Inline() {
-			for i, id := range d.ImagesIDs {
-				switch m, ok := medias[id]; {
-				case !ok:
-					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "unknown media '%s'", clip(id))
-				case m.Deleting:
-					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is being deleted", clip(id))
-				case !strings.HasPrefix(m.MimeType, imageMimeType):
-					errs.Add(fmt.Sprintf("imagesIds[%d]", i), "media '%s' is %s, not an image", id, m.MimeType)
-				}
-			}
-		}
+	return r
+}
+
+// check validates in and checks the references it makes (checkRefs), and
+// returns the document fields it sets. Every failing field is reported at
+// once.
+func check(ctx context.Context, refs References, in Input) (Document, error) {
+	d, errs := validate(in)
+	if err := checkRefs(ctx, refs, &d, &errs); err != nil {
+		return Document{}, err
 	}
 	if err := errs.Err(); err != nil {
 		return Document{}, err

@@ -104,7 +104,7 @@ func TestCheckVariants(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := check(ctx, refs, SanitizeHTML, tt.in)
+			_, err := check(ctx, refs, tt.in)
 			if tt.bad == "" {
 				if err != nil {
 					t.Fatalf("want valid, got %v", err)
@@ -127,7 +127,7 @@ func manyIDs(n int) []string {
 }
 
 func TestCheckFillsTheVariant(t *testing.T) {
-	d, err := check(context.Background(), refs, SanitizeHTML, Input{
+	d, err := check(context.Background(), refs, Input{
 		Type: "PDF", Title: "  Guide ", FileID: "pdf", TagsIDs: []string{"t2", "t1", "t2"},
 		URL: "http://ignored.org", Content: "ignored", Sources: []string{"ignored"},
 	})
@@ -140,7 +140,7 @@ func TestCheckFillsTheVariant(t *testing.T) {
 	if strings.Join(d.TagsIDs, ",") != "t2,t1" {
 		t.Errorf("tagsIds = %v, want duplicates dropped in order", d.TagsIDs)
 	}
-	d, _ = check(context.Background(), refs, SanitizeHTML, Input{Type: "MARKDOWN", Title: "T", Content: "x"})
+	d, _ = check(context.Background(), refs, Input{Type: "MARKDOWN", Title: "T", Content: "x"})
 	if d.Sources == nil || d.ImagesIDs == nil || d.TagsIDs == nil {
 		t.Errorf("lists must be empty, not nil: %+v", d)
 	}
@@ -148,7 +148,7 @@ func TestCheckFillsTheVariant(t *testing.T) {
 
 func TestDependencyDownIsNotAValidationError(t *testing.T) {
 	down := fakeRefs{err: &UnavailableError{Service: "taxonomy", Err: errors.New("refused")}}
-	_, err := check(context.Background(), down, SanitizeHTML, Input{Type: "LINK", Title: "T", URL: "http://x.org", TagsIDs: []string{"t1"}})
+	_, err := check(context.Background(), down, Input{Type: "LINK", Title: "T", URL: "http://x.org", TagsIDs: []string{"t1"}})
 	var u *UnavailableError
 	if !errors.As(err, &u) {
 		t.Errorf("err = %v, want *UnavailableError", err)
@@ -173,7 +173,7 @@ func TestSanitizeHTML(t *testing.T) {
 }
 
 func TestHTMLWithNothingSafeLeft(t *testing.T) {
-	_, err := check(context.Background(), refs, SanitizeHTML, Input{Type: "HTML", Title: "T", Content: "<script>alert(1)</script>"})
+	_, err := check(context.Background(), refs, Input{Type: "HTML", Title: "T", Content: "<script>alert(1)</script>"})
 	if got := failing(t, err); got != "content" {
 		t.Errorf("failing fields = %s, want content", got)
 	}

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 )
 
-// Service is the catalog's use cases.
+// Service is the catalog's use cases. Every change to a document goes
+// through the Store's one write path, with the rules in the closure.
 type Service struct {
 	store Store
 	refs  References
@@ -33,70 +33,60 @@ func NewID() string {
 
 // Create validates in and stores a new document.
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
-	d, err := s.checked(ctx, in)
-	if err != nil {
-		return Document{}, err
+	d, errs := validate(in)
+	if len(errs) > 0 {
+		// A body wrong in itself writes nothing; its references are asked
+		// about too, so that one answer names every failing field.
+		if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
+			return Document{}, err
+		}
+		return Document{}, errs
 	}
-	d.ID = NewID()
-	d.CreatedAt = s.now()
-	d.UpdatedAt = d.CreatedAt
-	if err := s.store.Insert(ctx, d); err != nil {
-		return Document{}, err
-	}
-	return s.settleNow(ctx, d, d.UpdatedAt), nil
-}
-
-// checked runs check and stamps when the references were checked: the
-// time before the lookups, or the creation of the newest tag the check saw
-// if that is later (taxonomy's clock may be ahead, or the tag was created
-// while the check ran). A tag the check saw then never counts as created
-// after it; a tag id created anew later always does.
-func (s *Service) checked(ctx context.Context, in Input) (Document, error) {
-	before := s.now()
-	d, err := check(ctx, s.refs, SanitizeHTML, in)
-	if err != nil {
-		return Document{}, err
-	}
-	if d.RefsAt.Before(before) {
-		d.RefsAt = before
-	}
-	return d, nil
+	return s.store.Create(ctx, NewID(), in.adds(), func(nd *Document) error {
+		checked, err := check(ctx, s.refs, in)
+		if err != nil {
+			return err
+		}
+		checked.ID = nd.ID
+		checked.CreatedAt = s.now()
+		checked.UpdatedAt = checked.CreatedAt
+		*nd = checked
+		return nil
+	})
 }
 
 // Update replaces a live document's fields with the full variant body in;
 // its type cannot change.
 func (s *Service) Update(ctx context.Context, id string, in Input) (Document, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := s.store.Get(ctx, id)
-		if err != nil {
-			return Document{}, err
-		}
-		if cur.IsDeleted {
-			return Document{}, ErrDeleted
+	return s.store.Update(ctx, id, in.adds(), func(d *Document) error {
+		if d.IsDeleted {
+			return ErrDeleted
 		}
 		// A missing or unknown type is an ordinary validation error (check
 		// reports it); only a valid type other than the stored one is
 		// type_immutable.
-		if t := Type(in.Type); t.Valid() && t != cur.Type {
-			return Document{}, ErrTypeImmutable
+		if t := Type(in.Type); t.Valid() && t != d.Type {
+			return ErrTypeImmutable
 		}
-		d, err := s.checked(ctx, in)
+		checked, err := check(ctx, s.refs, in)
 		if err != nil {
-			return Document{}, err
+			return err
 		}
-		d.ID, d.CreatedAt, d.UpdatedAt = cur.ID, cur.CreatedAt, s.now()
-		if !d.UpdatedAt.After(cur.UpdatedAt) {
-			d.UpdatedAt = cur.UpdatedAt.Add(time.Millisecond)
-		}
-		err = s.store.Replace(ctx, d, cur.UpdatedAt)
-		if errors.Is(err, ErrConflict) && attempt < 3 {
-			continue // someone else wrote in between: validate again on fresh data
-		}
-		if err != nil {
-			return Document{}, err
-		}
-		return s.settleNow(ctx, d, d.UpdatedAt), nil
+		checked.ID, checked.CreatedAt = d.ID, d.CreatedAt
+		checked.UpdatedAt = s.after(d.UpdatedAt)
+		*d = checked
+		return nil
+	})
+}
+
+// after returns now, or just after prev if the clock has not passed it
+// (updatedAt only moves forward).
+func (s *Service) after(prev time.Time) time.Time {
+	now := s.now()
+	if !now.After(prev) {
+		return prev.Add(time.Millisecond)
 	}
+	return now
 }
 
 // Get returns a document, deleted or not.
@@ -114,142 +104,113 @@ func (s *Service) GetLive(ctx context.Context, id string) (Document, error) {
 	return d, nil
 }
 
-// List returns summaries newest first; the public side never sees deleted ones.
-func (s *Service) List(ctx context.Context, withDeleted bool) ([]Summary, error) {
+// List returns documents newest first, without their content; the public
+// side never sees deleted ones.
+func (s *Service) List(ctx context.Context, withDeleted bool) ([]Document, error) {
 	return s.store.List(ctx, withDeleted)
 }
 
-// Delete soft-deletes a document; deleting a deleted document is a no-op.
-// It reports whether this call deleted it.
+// Delete puts a document in the trash; deleting a deleted document is a
+// no-op. It reports whether this call deleted it.
 func (s *Service) Delete(ctx context.Context, id string) (bool, error) {
-	return s.store.SoftDelete(ctx, id, s.now())
+	deleted := false
+	_, err := s.store.Update(ctx, id, Refs{}, func(d *Document) error {
+		if d.IsDeleted {
+			return ErrUnchanged
+		}
+		d.IsDeleted, deleted = true, true
+		d.UpdatedAt = s.after(d.UpdatedAt)
+		d.DeletedAt = d.UpdatedAt
+		return nil
+	})
+	return deleted, err
 }
 
-// Restore brings a deleted document back (a no-op on a live one).
+// Restore brings a document back from the trash (a no-op on a live one).
+// Media gone or being deleted meanwhile are dropped (refs.go).
 func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
-	at := s.now()
-	d, err := s.store.Restore(ctx, id, at)
-	if err != nil {
-		return Document{}, err
-	}
-	return s.settleNow(ctx, d, at), nil
-}
-
-// settle checks d's references again after a write and drops those that
-// were deleted in between; it returns d as stored.
-//
-// check asks taxonomy and media before the write. A tag or media deleted
-// after that question, whose deletion event the catalog applied before the
-// write landed, would stay on the document for good. Asking again after the
-// write closes the gap: a reference still there now was stored before its
-// deletion, so the deletion's event will find it. A media being deleted is
-// kept: its deletion may yet find it in use and stop, or its event drops it.
-//
-// The write was marked (at), and settle clears the mark. When a lookup or
-// the store fails the mark stays, and SettleUnsettled tries again later:
-// a crash or an outage between the write and here loses nothing.
-func (s *Service) settle(ctx context.Context, d Document, at time.Time) (Document, error) {
-	goneTags, goneMedia, err := s.gone(ctx, d)
-	if err != nil {
-		return d, err
-	}
-	if err := s.store.Settle(ctx, Mark{DocumentID: d.ID, At: at}, d.RefsAt, goneTags, goneMedia); err != nil {
-		return d, err
-	}
-	if len(goneTags)+len(goneMedia) == 0 {
-		return d, nil
-	}
-	s.log.WarnContext(ctx, "references deleted while the document was being written were dropped",
-		"document_id", d.ID, "tags", goneTags, "media", goneMedia)
-	d.TagsIDs = slices.DeleteFunc(slices.Clone(d.TagsIDs), func(id string) bool { return slices.Contains(goneTags, id) })
-	d.ImagesIDs = slices.DeleteFunc(slices.Clone(d.ImagesIDs), func(id string) bool { return slices.Contains(goneMedia, id) })
-	if d.File != nil && slices.Contains(goneMedia, d.File.ID) {
-		d.File = nil
-	}
-	return d, nil
-}
-
-// settleNow settles a document just written; a failure is logged and left
-// to SettleUnsettled (the write itself succeeded).
-func (s *Service) settleNow(ctx context.Context, d Document, at time.Time) Document {
-	out, err := s.settle(ctx, d, at)
-	if err != nil {
-		s.log.WarnContext(ctx, "references not checked again after the write; retried in the background",
-			"document_id", d.ID, "error", err)
-	}
-	return out
-}
-
-// gone returns d's tags and media that no longer exist. A tag id created
-// after d's references were checked names a new tag, not d's: gone too.
-func (s *Service) gone(ctx context.Context, d Document) (tags, media []string, err error) {
-	if len(d.TagsIDs) > 0 {
-		found, err := s.refs.Tags(ctx, d.TagsIDs)
+	return s.store.Update(ctx, id, Refs{}, func(d *Document) error {
+		if !d.IsDeleted {
+			return ErrUnchanged
+		}
+		dropped, err := dropUnusableMedia(ctx, s.refs, d)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		for _, id := range d.TagsIDs {
-			created, ok := found[id]
-			if !ok || (!d.RefsAt.IsZero() && created.After(d.RefsAt)) {
-				tags = append(tags, id)
-			}
+		if len(dropped) > 0 {
+			s.log.WarnContext(ctx, "media gone or being deleted were dropped from the restored document",
+				"document_id", d.ID, "media", dropped)
 		}
-	}
-	ids := slices.Clone(d.ImagesIDs)
-	if d.File != nil {
-		ids = append(ids, d.File.ID)
-	}
-	if len(ids) > 0 {
-		found, err := s.refs.Medias(ctx, ids)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, id := range ids {
-			if _, ok := found[id]; !ok {
-				media = append(media, id)
-			}
-		}
-	}
-	return tags, media, nil
+		d.IsDeleted, d.DeletedAt = false, time.Time{}
+		d.UpdatedAt = s.after(d.UpdatedAt)
+		return nil
+	})
 }
 
-// orphanMarkAge is how old a mark without its document must be before it
-// is cleared: a write may be marked well before it lands.
-const orphanMarkAge = 10 * time.Minute
-
-// SettleUnsettled settles up to 100 marks older than age: writes whose own
-// settle failed or never ran. It returns how many it settled and the first
-// failure.
-func (s *Service) SettleUnsettled(ctx context.Context, age time.Duration) (int, error) {
-	marks, err := s.store.Unsettled(ctx, s.now().Add(-age), 100)
+// TagsDeleted applies the deletion of tags (their events) to every
+// document, deleted ones included, and returns how many changed. Taxonomy
+// is asked whether an id was created anew since (refs.go).
+func (s *Service) TagsDeleted(ctx context.Context, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	live, err := s.refs.Tags(ctx, ids)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, m := range marks {
-		d, err := s.store.Get(ctx, m.DocumentID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			// The write never landed (a failed insert, a restore of an
-			// unknown id), or has not yet: an old mark goes, a young one
-			// waits.
-			err = nil
-			if m.At.Before(s.now().Add(-orphanMarkAge)) {
-				err = s.store.Settle(ctx, m, time.Time{}, nil, nil)
-			}
-		case err == nil:
-			if _, err = s.settle(ctx, d, m.At); err == nil {
-				n++
-			}
+	for id, since := range live {
+		if since.IsZero() {
+			// A taxonomy older than this catalog: wait for its upgrade
+			// rather than guess which documents named the old tag.
+			return 0, &UnavailableError{Service: "taxonomy service", Err: fmt.Errorf("it did not say when tag %s was created", id)}
 		}
-		if err != nil {
-			return n, fmt.Errorf("settle document %s: %w", m.DocumentID, err)
-		}
+		s.log.InfoContext(ctx, "tag id created anew since its deletion: only documents not checked against the new tag lose it",
+			"tag_id", id, "created_at", since)
 	}
-	return n, nil
+	naming, err := s.store.Naming(ctx, Refs{Tags: ids})
+	if err != nil {
+		return 0, err
+	}
+	changed, err := s.store.UpdateEach(ctx, naming, func(d *Document) error {
+		if !dropDeletedTags(d, ids, live) {
+			return ErrUnchanged
+		}
+		return nil
+	})
+	return len(changed), err
 }
 
-// MediaUsers returns the live documents that use a media.
+// MediaDeleted applies the deletion of a media (its event): documents that
+// still name it drop it. It returns how many changed and, of those, the
+// live ones, which should not have been possible (refs.go).
+func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (n int, live []string, err error) {
+	naming, err := s.store.Naming(ctx, Refs{Media: []string{mediaID}})
+	if err != nil {
+		return 0, nil, err
+	}
+	changed, err := s.store.UpdateEach(ctx, naming, func(d *Document) error {
+		if !dropMedia(d, []string{mediaID}) {
+			return ErrUnchanged
+		}
+		return nil
+	})
+	for _, d := range changed {
+		if !d.IsDeleted {
+			live = append(live, d.ID)
+		}
+	}
+	return len(changed), live, err
+}
+
+// MediaUsers returns the live documents that use a media, and those a
+// write in flight may make use it (refs.go).
 func (s *Service) MediaUsers(ctx context.Context, mediaID string) ([]string, error) {
 	return s.store.MediaUsers(ctx, mediaID)
+}
+
+// IsUnavailable reports whether err means a service or store the catalog
+// depends on did not answer, as opposed to a refusal.
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
 }

@@ -17,193 +17,267 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
-// racingRefs answers the reference check before a write from before, and
-// every later lookup (after the write) from after: what taxonomy and media
-// say when a deletion lands between the check and the write. err, when
-// set, fails the later lookups.
-type racingRefs struct {
-	mu            sync.Mutex
-	calls         int
-	before, after refsState
-	err           error
+// world stands in for taxonomy and media: which tags and media exist now.
+// Tests change it while writes run.
+type world struct {
+	mu     sync.Mutex
+	tags   map[string]time.Time
+	medias map[string]document.Media
+	err    error
+	// onMedias, when set, runs at the start of each media lookup.
+	onMedias func()
 }
 
-type refsState struct {
-	tags      []string
-	createdAt map[string]time.Time // zero when absent
-	medias    map[string]document.Media
-}
-
-func (r *racingRefs) state() (refsState, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls++
-	if r.calls <= 2 { // the check asks for tags, then media
-		return r.before, nil
-	}
-	return r.after, r.err
-}
-
-func (r *racingRefs) Tags(_ context.Context, ids []string) (map[string]time.Time, error) {
-	st, err := r.state()
+func (w *world) Tags(_ context.Context, ids []string) (map[string]time.Time, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	out := map[string]time.Time{}
 	for _, id := range ids {
-		if slices.Contains(st.tags, id) {
-			out[id] = st.createdAt[id]
+		if at, ok := w.tags[id]; ok {
+			out[id] = at
 		}
 	}
-	return out, err
+	return out, w.err
 }
 
-func (r *racingRefs) Medias(_ context.Context, ids []string) (map[string]document.Media, error) {
-	st, err := r.state()
+func (w *world) Medias(_ context.Context, ids []string) (map[string]document.Media, error) {
+	w.mu.Lock()
+	hook := w.onMedias
+	w.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	out := map[string]document.Media{}
 	for _, id := range ids {
-		if m, ok := st.medias[id]; ok {
+		if m, ok := w.medias[id]; ok {
 			out[id] = m
 		}
 	}
-	return out, err
+	return out, w.err
+}
+
+func (w *world) set(f func(w *world)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f(w)
 }
 
 var (
-	img = document.Media{ID: "img", Name: "i.png", MimeType: "image/png"}
-	old = document.Media{ID: "old", Name: "o.png", MimeType: "image/png"}
+	t1     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pdf    = document.Media{ID: "pdf", Name: "guide.pdf", MimeType: "application/pdf"}
+	png    = document.Media{ID: "png", Name: "a.png", MimeType: "image/png"}
+	newDoc = document.Input{Type: "MARKDOWN", Title: "T", Content: "x", TagsIDs: []string{"a", "b"}, ImagesIDs: []string{"png"}}
 )
 
-func newService(t *testing.T, refs document.References) (*document.Service, *mongostore.Store) {
+func newWorld() *world {
+	return &world{tags: map[string]time.Time{"a": t1, "b": t1}, medias: map[string]document.Media{"pdf": pdf, "png": png}}
+}
+
+func newService(t *testing.T, w *world) (*document.Service, *mongostore.Store) {
 	t.Helper()
 	t.Parallel()
 	store := mongostore.New(testkit.Mongo(t), slog.New(slog.DiscardHandler))
 	testkit.Must(t, store.EnsureIndexes(context.Background()), "EnsureIndexes")
-	return document.NewService(store, refs, testkit.Logger(t)), store
+	return document.NewService(store, w, testkit.Logger(t)), store
 }
 
-var in = document.Input{Type: "MARKDOWN", Title: "T", Content: "x", TagsIDs: []string{"kept", "gone", "anew"}, ImagesIDs: []string{"img", "old", "leaving"}}
-
-// A tag and a media deleted between the check and the write leave the
-// document at once, and so does a tag deleted and created anew (it is not
-// the tag the check saw); a media whose deletion is under way stays (its
-// deletion may yet stop, or its event drops it).
-func TestCreateDropsReferencesDeletedDuringTheWrite(t *testing.T) {
-	refs := &racingRefs{
-		before: refsState{tags: []string{"kept", "gone", "anew"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": {ID: "leaving", MimeType: "image/png"}}},
-		after: refsState{tags: []string{"kept", "anew"}, createdAt: map[string]time.Time{"anew": time.Now().Add(time.Minute)},
-			medias: map[string]document.Media{"img": img, "leaving": {ID: "leaving", MimeType: "image/png", Deleting: true}}},
-	}
-	svc, store := newService(t, refs)
+func TestCreate(t *testing.T) {
+	svc, store := newService(t, newWorld())
 	ctx := context.Background()
-	d, err := svc.Create(ctx, in)
+	d, err := svc.Create(ctx, newDoc)
 	testkit.Must(t, err, "Create")
-	stored, _ := store.Get(ctx, d.ID)
-	for _, got := range []document.Document{d, stored} {
-		if strings.Join(got.TagsIDs, ",") != "kept" || strings.Join(got.ImagesIDs, ",") != "img,leaving" {
-			t.Errorf("document %v %v, want tags [kept] and images [img leaving]", got.TagsIDs, got.ImagesIDs)
+	got, _ := store.Get(ctx, d.ID)
+	if got.Seq == 0 || got.Title != "T" || strings.Join(got.TagsIDs, ",") != "a,b" || !got.TagSince["a"].Equal(t1) || !got.CreatedAt.Equal(d.CreatedAt) {
+		t.Errorf("stored %+v", got)
+	}
+	// A body wrong in itself writes nothing, and its unknown references
+	// are named too.
+	_, err = svc.Create(ctx, document.Input{Type: "LINK", Title: "", URL: "x", TagsIDs: []string{"a", "zz"}})
+	if got := document.Failing(t, err); got != "title,url,tagsIds[1]" {
+		t.Errorf("failing fields %s", got)
+	}
+	_, err = svc.Create(ctx, document.Input{Type: "PDF", Title: "T", FileID: "png"})
+	if got := document.Failing(t, err); got != "fileId" {
+		t.Errorf("failing fields %s", got)
+	}
+	if all, _ := store.List(ctx, true); len(all) != 1 {
+		t.Errorf("refused creates left documents: %v", all)
+	}
+}
+
+func TestUpdateDeleteRestore(t *testing.T) {
+	w := newWorld()
+	svc, store := newService(t, w)
+	ctx := context.Background()
+	d, err := svc.Create(ctx, document.Input{Type: "PDF", Title: "P", FileID: "pdf", TagsIDs: []string{"a"}})
+	testkit.Must(t, err, "Create")
+	if _, err := svc.Update(ctx, "nope", document.Input{Type: "PDF", Title: "x", FileID: "pdf"}); !errors.Is(err, document.ErrNotFound) {
+		t.Errorf("PATCH unknown = %v", err)
+	}
+	if _, err := svc.Update(ctx, d.ID, document.Input{Type: "LINK", Title: "x", URL: "https://x.org"}); !errors.Is(err, document.ErrTypeImmutable) {
+		t.Errorf("PATCH another type = %v", err)
+	}
+	u, err := svc.Update(ctx, d.ID, document.Input{Type: "PDF", Title: "P2", FileID: "pdf", TagsIDs: []string{"b"}})
+	testkit.Must(t, err, "Update")
+	if u.Title != "P2" || strings.Join(u.TagsIDs, ",") != "b" || u.File.Name != "guide.pdf" || !u.UpdatedAt.After(d.UpdatedAt) || !u.CreatedAt.Equal(d.CreatedAt) {
+		t.Errorf("updated %+v", u)
+	}
+	for i, want := range []bool{true, false} {
+		deleted, err := svc.Delete(ctx, d.ID)
+		if err != nil || deleted != want {
+			t.Errorf("delete #%d = %v, %v; want %v", i+1, deleted, err, want)
 		}
 	}
-	if u, _ := store.Unsettled(ctx, time.Now().Add(time.Hour), 10); len(u) != 0 {
-		t.Errorf("still unsettled after the write: %v", u)
+	if _, err := svc.Delete(ctx, "nope"); !errors.Is(err, document.ErrNotFound) {
+		t.Errorf("delete unknown = %v", err)
 	}
-}
-
-// downAfterTheWrite: "gone" and "old" are deleted during the write, and
-// the lookups after it fail until err is cleared.
-func downAfterTheWrite() *racingRefs {
-	return &racingRefs{
-		before: refsState{tags: []string{"kept", "gone", "anew"}, medias: map[string]document.Media{"img": img, "old": old, "leaving": img}},
-		after:  refsState{tags: []string{"kept", "anew"}, medias: map[string]document.Media{"img": img, "leaving": img}},
-		err:    &document.UnavailableError{Service: "taxonomy", Err: errors.New("down")},
+	if _, err := svc.Update(ctx, d.ID, document.Input{Type: "PDF", Title: "x", FileID: "pdf"}); !errors.Is(err, document.ErrDeleted) {
+		t.Errorf("PATCH of a deleted document = %v", err)
 	}
-}
-
-// When the lookup after the write fails, the write still succeeds; the
-// document stays marked and the background pass settles it later.
-func TestUnsettledDocumentsAreSettledLater(t *testing.T) {
-	refs := downAfterTheWrite()
-	svc, store := newService(t, refs)
-	ctx := context.Background()
-	d, err := svc.Create(ctx, in)
-	testkit.Must(t, err, "Create")
-	if strings.Join(d.TagsIDs, ",") != "kept,gone,anew" {
-		t.Errorf("created %v, want the tags as checked", d.TagsIDs)
-	}
-	if n, err := svc.SettleUnsettled(ctx, 0); err == nil || n != 0 {
-		t.Errorf("SettleUnsettled with taxonomy down = %d, %v; want an error", n, err)
-	}
-	refs.mu.Lock()
-	refs.err = nil
-	refs.mu.Unlock()
-	if n, err := svc.SettleUnsettled(ctx, time.Hour); err != nil || n != 0 {
-		t.Errorf("SettleUnsettled of marks older than an hour = %d, %v; want none", n, err)
-	}
-	if n, err := svc.SettleUnsettled(ctx, 0); err != nil || n != 1 {
-		t.Fatalf("SettleUnsettled = %d, %v; want 1", n, err)
+	if _, err := svc.GetLive(ctx, d.ID); !errors.Is(err, document.ErrNotFound) {
+		t.Errorf("public read of a deleted document = %v", err)
 	}
 	got, _ := store.Get(ctx, d.ID)
-	if strings.Join(got.TagsIDs, ",") != "kept,anew" || strings.Join(got.ImagesIDs, ",") != "img,leaving" {
-		t.Errorf("settled later: %v %v, want [kept anew] (anew's creation time unknown) and [img leaving]", got.TagsIDs, got.ImagesIDs)
+	if !got.IsDeleted || got.DeletedAt.IsZero() {
+		t.Errorf("deleted document %+v", got)
 	}
-	if n, _ := svc.SettleUnsettled(ctx, 0); n != 0 {
-		t.Errorf("settled again: %d", n)
-	}
-}
-
-// A media being deleted cannot be named by a new reference.
-func TestMediaBeingDeletedIsRefused(t *testing.T) {
-	deleting := img
-	deleting.Deleting = true
-	svc, _ := newService(t, &racingRefs{before: refsState{medias: map[string]document.Media{"img": deleting}}})
-	_, err := svc.Create(context.Background(), document.Input{Type: "MARKDOWN", Title: "T", Content: "x", ImagesIDs: []string{"img"}})
-	if err == nil || !strings.Contains(err.Error(), "being deleted") {
-		t.Errorf("Create naming a media being deleted = %v, want a validation error", err)
-	}
-}
-
-// Taxonomy's clock may be ahead of the catalog's: a tag created just
-// before the write, "after" it by the catalog's clock, is still the tag
-// the check saw and stays.
-func TestATagCreatedJustBeforeTheWriteStays(t *testing.T) {
-	ahead := map[string]time.Time{"fresh": time.Now().Add(50 * time.Millisecond).UTC().Truncate(time.Millisecond)}
-	refs := &racingRefs{
-		before: refsState{tags: []string{"fresh"}, createdAt: ahead},
-		after:  refsState{tags: []string{"fresh"}, createdAt: ahead},
-	}
-	svc, store := newService(t, refs)
-	ctx := context.Background()
-	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org", TagsIDs: []string{"fresh"}})
-	testkit.Must(t, err, "Create")
-	stored, _ := store.Get(ctx, d.ID)
-	if strings.Join(d.TagsIDs, ",") != "fresh" || strings.Join(stored.TagsIDs, ",") != "fresh" {
-		t.Errorf("answered %v, stored %v; want the fresh tag kept", d.TagsIDs, stored.TagsIDs)
-	}
-	// And a later settle (a restore) keeps it too.
-	_, err = svc.Delete(ctx, d.ID)
-	testkit.Must(t, err, "Delete")
+	// Its media is being deleted meanwhile: it comes back without it.
+	w.set(func(w *world) {
+		w.medias["pdf"] = document.Media{ID: "pdf", MimeType: "application/pdf", Deleting: true}
+	})
 	r, err := svc.Restore(ctx, d.ID)
 	testkit.Must(t, err, "Restore")
-	if strings.Join(r.TagsIDs, ",") != "fresh" {
-		t.Errorf("restored %v, want the fresh tag kept", r.TagsIDs)
+	if r.IsDeleted || !r.DeletedAt.IsZero() || r.File != nil || strings.Join(r.TagsIDs, ",") != "b" {
+		t.Errorf("restored %+v, want live without its file", r)
+	}
+	again, err := svc.Restore(ctx, d.ID)
+	if err != nil || again.Seq != r.Seq {
+		t.Errorf("restore of a live document = %+v, %v; want a no-op", again, err)
 	}
 }
 
-// A mark whose document does not exist (a restore of an unknown id) does
-// not hold up the others.
-func TestAnOrphanMarkDoesNotBlockTheOthers(t *testing.T) {
-	refs := downAfterTheWrite()
-	svc, store := newService(t, refs)
+// A media being deleted, or a tag gone, at the lookup is refused.
+func TestReferencesGoneAtTheLookupAreRefused(t *testing.T) {
+	w := newWorld()
+	svc, _ := newService(t, w)
+	w.set(func(w *world) {
+		delete(w.tags, "b")
+		w.medias["png"] = document.Media{ID: "png", MimeType: "image/png", Deleting: true}
+	})
+	_, err := svc.Create(context.Background(), newDoc)
+	if got := document.Failing(t, err); got != "tagsIds[1],imagesIds[0]" {
+		t.Errorf("failing fields %s", got)
+	}
+}
+
+// The heart of the reference rule (refs.go): while a write checks a media,
+// the media's deletion, asking who uses it, sees the write.
+func TestAWriteInFlightCountsAsAUser(t *testing.T) {
+	w := newWorld()
+	svc, _ := newService(t, w)
 	ctx := context.Background()
-	if _, err := svc.Restore(ctx, "no-such-document"); !errors.Is(err, document.ErrNotFound) {
-		t.Fatalf("Restore of an unknown id = %v, want ErrNotFound", err)
-	}
-	d, err := svc.Create(ctx, in)
+	var users []string
+	var askErr error
+	w.set(func(w *world) {
+		w.onMedias = func() { users, askErr = svc.MediaUsers(ctx, "png") }
+	})
+	d, err := svc.Create(ctx, newDoc)
 	testkit.Must(t, err, "Create")
-	refs.mu.Lock()
-	refs.err = nil
-	refs.mu.Unlock()
-	if n, err := svc.SettleUnsettled(ctx, 0); err != nil || n != 1 {
-		t.Errorf("SettleUnsettled = %d, %v; want the document settled past the orphan mark", n, err)
+	testkit.Must(t, askErr, "MediaUsers")
+	if !slices.Contains(users, d.ID) {
+		t.Errorf("MediaUsers during the create's lookup = %v, want %s", users, d.ID)
 	}
-	if got, _ := store.Get(ctx, d.ID); slices.Contains(got.TagsIDs, "gone") {
-		t.Errorf("tags %v still hold the deleted tag", got.TagsIDs)
+}
+
+// Tag deletions reach every document, deleted ones too; an id created
+// anew since spares the documents checked against the new tag.
+func TestTagsDeleted(t *testing.T) {
+	w := newWorld()
+	svc, store := newService(t, w)
+	ctx := context.Background()
+	old, err := svc.Create(ctx, newDoc)
+	testkit.Must(t, err, "Create")
+	trashed, err := svc.Create(ctx, newDoc)
+	testkit.Must(t, err, "Create")
+	_, err = svc.Delete(ctx, trashed.ID)
+	testkit.Must(t, err, "Delete")
+	// a is deleted and created anew; a document is checked against the new a.
+	w.set(func(w *world) { w.tags["a"] = t1.Add(time.Hour) })
+	fresh, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "L", URL: "https://x.org", TagsIDs: []string{"a"}})
+	testkit.Must(t, err, "Create")
+	// b is deleted for good.
+	w.set(func(w *world) { delete(w.tags, "b") })
+
+	for i := range 2 { // twice: idempotent
+		n, err := svc.TagsDeleted(ctx, []string{"a", "b"})
+		testkit.Must(t, err, "TagsDeleted")
+		if want := []int{2, 0}[i]; n != want {
+			t.Errorf("TagsDeleted #%d changed %d documents, want %d", i+1, n, want)
+		}
+	}
+	for _, c := range []struct {
+		id, want string
+	}{{old.ID, ""}, {trashed.ID, ""}, {fresh.ID, "a"}} {
+		d, _ := store.Get(ctx, c.id)
+		if strings.Join(d.TagsIDs, ",") != c.want {
+			t.Errorf("document %s has tags %v, want [%s]", c.id, d.TagsIDs, c.want)
+		}
+	}
+	w.set(func(w *world) { w.err = &document.UnavailableError{Service: "taxonomy", Err: errors.New("down")} })
+	if _, err := svc.TagsDeleted(ctx, []string{"a"}); !document.IsUnavailable(err) {
+		t.Errorf("TagsDeleted with taxonomy down = %v, want unavailable", err)
+	}
+}
+
+func TestMediaDeleted(t *testing.T) {
+	svc, store := newService(t, newWorld())
+	ctx := context.Background()
+	live, err := svc.Create(ctx, newDoc)
+	testkit.Must(t, err, "Create")
+	p, err := svc.Create(ctx, document.Input{Type: "PDF", Title: "P", FileID: "pdf"})
+	testkit.Must(t, err, "Create")
+	_, err = svc.Delete(ctx, p.ID)
+	testkit.Must(t, err, "Delete")
+	for _, id := range []string{"pdf", "png"} {
+		n, liveUsers, err := svc.MediaDeleted(ctx, id)
+		testkit.Must(t, err, "MediaDeleted")
+		if n != 1 || (id == "png") != (strings.Join(liveUsers, ",") == live.ID) {
+			t.Errorf("MediaDeleted(%s) = %d, live %v", id, n, liveUsers)
+		}
+	}
+	a, _ := store.Get(ctx, live.ID)
+	b, _ := store.Get(ctx, p.ID)
+	if len(a.ImagesIDs) != 0 || b.File != nil {
+		t.Errorf("after the media deletions: images %v, file %v", a.ImagesIDs, b.File)
+	}
+	if n, _, _ := svc.MediaDeleted(ctx, "png"); n != 0 {
+		t.Errorf("MediaDeleted again changed %d", n)
+	}
+}
+
+// A document stored before TagSince was kept is judged by when it was
+// last written.
+func TestLegacyDocumentsAndATagCreatedAnew(t *testing.T) {
+	w := newWorld()
+	svc, store := newService(t, w)
+	ctx := context.Background()
+	mk := func(at time.Time) string {
+		d, err := store.Create(ctx, document.NewID(), document.Refs{Tags: []string{"a"}}, func(d *document.Document) error {
+			d.Title, d.Type, d.URL, d.TagsIDs, d.CreatedAt, d.UpdatedAt = "L", document.Link, "https://x.org", []string{"a"}, at, at
+			return nil
+		})
+		testkit.Must(t, err, "Create")
+		return d.ID
+	}
+	before, after := mk(t1), mk(t1.Add(2*time.Hour))
+	w.set(func(w *world) { w.tags["a"] = t1.Add(time.Hour) })
+	_, err := svc.TagsDeleted(ctx, []string{"a"})
+	testkit.Must(t, err, "TagsDeleted")
+	b, _ := store.Get(ctx, before)
+	a, _ := store.Get(ctx, after)
+	if len(b.TagsIDs) != 0 || strings.Join(a.TagsIDs, ",") != "a" {
+		t.Errorf("written before the new tag: %v (want none); after: %v (want a)", b.TagsIDs, a.TagsIDs)
 	}
 }

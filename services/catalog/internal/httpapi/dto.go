@@ -65,11 +65,11 @@ type mediaUsage struct {
 	DocumentIDs []string `json:"documentIds"`
 }
 
-func toShort(s document.Summary) documentShort {
+func toShort(s document.Document) documentShort {
 	return documentShort{ID: s.ID, Title: s.Title, Type: string(s.Type), URL: s.URL, TagsIDs: s.TagsIDs}
 }
 
-func toAdminShort(s document.Summary) documentAdminShort {
+func toAdminShort(s document.Document) documentAdminShort {
 	return documentAdminShort{documentShort: toShort(s), IsDeleted: s.IsDeleted,
 		CreatedAt: httpx.FormatTime(s.CreatedAt), UpdatedAt: httpx.FormatTime(s.UpdatedAt)}
 }

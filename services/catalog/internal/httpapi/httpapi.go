@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/catalog/internal/document"
@@ -225,10 +226,10 @@ func fail(c *gin.Context, err error) {
 		case errors.Is(err, document.ErrNoFile):
 			return problem.New(http.StatusNotFound, "no_file", fmt.Sprintf("document '%s' has no file to download", id))
 		case errors.Is(err, document.ErrConflict):
-			return problem.Conflict("conflict", "the document was changed by another request meanwhile; try again")
+			return problem.Conflict("conflict", "another write to this document has been under way for too long; try again")
 		case errors.As(err, &unavailable):
 			return problem.Unavailable(fmt.Sprintf("the %s is unavailable, so the references could not be checked; try again shortly", unavailable.Service)).With("Retry-After", "5")
 		}
-		return httpx.CommonProblem(err, "catalog database")
+		return problem.Common(err, "catalog database", mongox.IsUnavailable)
 	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/doclib/libs/lookup"
 	"github.com/doclib/services/catalog/internal/document"
 )
 
@@ -54,7 +55,7 @@ type mediaDTO struct {
 
 // Tags implements document.References.
 func (c *Client) Tags(ctx context.Context, ids []string) (map[string]time.Time, error) {
-	tags, err := lookup[tagDTO](ctx, c, "taxonomy service", c.taxonomy, "/internal/tags", ids)
+	tags, err := ask[tagDTO](ctx, c, "taxonomy service", c.taxonomy, "/internal/tags", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (c *Client) Tags(ctx context.Context, ids []string) (map[string]time.Time, 
 
 // Medias implements document.References.
 func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.Media, error) {
-	medias, err := lookup[mediaDTO](ctx, c, "media service", c.media, "/internal/medias", ids)
+	medias, err := ask[mediaDTO](ctx, c, "media service", c.media, "/internal/medias", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +85,11 @@ func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.
 	return out, nil
 }
 
-// LookupChunk is how many ids one lookup asks for: the services answer at
-// most 500 at a time (a category may have more tags).
-const LookupChunk = 500
-
-// lookup asks service which of ids exist, LookupChunk ids at a time. Only
+// ask asks service which of ids exist, lookup.MaxIDs ids at a time (a
+// category may have more tags than one lookup may ask about). Only
 // a failure to get an answer is an *UnavailableError; a refusal (4xx) is a
 // bug of this client and an ordinary error.
-func lookup[T any](ctx context.Context, c *Client, service string, base *url.URL, path string, ids []string) ([]T, error) {
+func ask[T any](ctx context.Context, c *Client, service string, base *url.URL, path string, ids []string) ([]T, error) {
 	var asked []string
 	for _, id := range ids {
 		if !strings.Contains(id, ",") && !slices.Contains(asked, id) { // an id with a comma cannot exist
@@ -99,7 +97,7 @@ func lookup[T any](ctx context.Context, c *Client, service string, base *url.URL
 		}
 	}
 	var out []T
-	for chunk := range slices.Chunk(asked, LookupChunk) {
+	for chunk := range slices.Chunk(asked, lookup.MaxIDs) {
 		var part []T
 		if err := c.get(ctx, service, base, path, chunk, &part); err != nil {
 			return nil, err
@@ -111,11 +109,7 @@ func lookup[T any](ctx context.Context, c *Client, service string, base *url.URL
 
 func (c *Client) get(ctx context.Context, service string, base *url.URL, path string, ids []string, out any) error {
 	u := base.JoinPath(path)
-	q := url.Values{}
-	for _, id := range ids {
-		q.Add("ids", id)
-	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = lookup.Query(ids)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err

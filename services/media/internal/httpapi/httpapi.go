@@ -20,13 +20,12 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/lookup"
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/media/internal/media"
 )
-
-// MaxLookupIDs bounds one internal lookup.
-const MaxLookupIDs = 500
 
 // multipartSlack is what a request body may carry beyond the file: part
 // headers, boundaries and small other fields.
@@ -88,7 +87,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	r.DELETE("/bo/medias/:id", h.changed, h.delete)
 	h.downloads(r, "/bo/medias/:id/download", privateCache)
 
-	httpx.GET(r, "/internal/medias", h.lookup)
+	httpx.GET(r, "/internal/medias", h.lookupMedias)
 	h.downloads(r, "/internal/medias/:id/download", publicCache)
 }
 
@@ -236,21 +235,14 @@ func (h *Handler) delete(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-// lookup answers GET /internal/medias?ids=a,b,c with the media among ids that
-// exist, those being deleted marked "deleting": true. The catalog checks
-// fileId and imagesIds with it, and after a write tells a media being
-// deleted (keep the reference) from one gone (drop it).
-func (h *Handler) lookup(c *gin.Context) {
-	var ids []string
-	for _, v := range c.QueryArray("ids") {
-		for _, id := range strings.Split(v, ",") {
-			if id = strings.TrimSpace(id); id != "" {
-				ids = append(ids, id)
-			}
-		}
-	}
-	if len(ids) > MaxLookupIDs {
-		httpx.Fail(c, problem.BadRequest(fmt.Sprintf("at most %d ids per lookup", MaxLookupIDs)))
+// lookupMedias answers GET /internal/medias?ids=a,b,c with the media among
+// ids that exist, those being deleted marked "deleting": true. The catalog
+// checks fileId and imagesIds with it (a media being deleted cannot be
+// named anew).
+func (h *Handler) lookupMedias(c *gin.Context) {
+	ids, err := lookup.IDs(c.Request.URL.Query())
+	if err != nil {
+		httpx.Fail(c, problem.BadRequest(err.Error()))
 		return
 	}
 	ms, err := h.svc.Lookup(c, ids)
@@ -290,8 +282,8 @@ func fail(c *gin.Context, err error) {
 		case errors.As(err, &inUse):
 			return problem.Conflict("media_in_use", fmt.Sprintf("the media is used by documents that are not deleted: %s",
 				strings.Join(inUse.DocumentIDs, ", ")))
-		case errors.Is(err, media.ErrBusy):
-			return problem.Conflict("conflict", "another request is deleting this media; try again")
+		case errors.Is(err, media.ErrMarkLost):
+			return problem.Conflict("conflict", "the deletion took too long and was undone; nothing was deleted, try again")
 		case errors.Is(err, media.ErrUsageUnknown):
 			return problem.Unavailable("the catalog could not be asked whether documents use the media; nothing was deleted, try again shortly").
 				With("Retry-After", "5")
@@ -299,6 +291,6 @@ func fail(c *gin.Context, err error) {
 			return problem.Unavailable("the file storage is unavailable; try again shortly").
 				With("Retry-After", "5")
 		}
-		return httpx.CommonProblem(err, "media database")
+		return problem.Common(err, "media database", mongox.IsUnavailable)
 	})
 }

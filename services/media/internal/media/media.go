@@ -47,8 +47,9 @@ var (
 	ErrUsageUnknown = errors.New("media usage unknown")
 	// ErrNoFile means the upload had no part named "file".
 	ErrNoFile = errors.New("no file part")
-	// ErrBusy means another deletion of the same media is under way.
-	ErrBusy = errors.New("media busy")
+	// ErrMarkLost means a deletion's mark was cleared before it finished
+	// (it took longer than StuckAfter): nothing was deleted.
+	ErrMarkLost = errors.New("media deletion mark lost")
 )
 
 // TooLargeError refuses an upload over the limit.
@@ -97,7 +98,7 @@ type Store interface {
 	// ClearDeleting makes the record live again if token still holds it.
 	ClearDeleting(ctx context.Context, id, token string) error
 	// Tombstone turns the record held by token into a tombstone and records
-	// the deletion event in the same write; ErrBusy if token no longer
+	// the deletion event in the same write; ErrMarkLost if token no longer
 	// holds it.
 	Tombstone(ctx context.Context, id, token string, at time.Time) error
 

@@ -14,7 +14,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -51,11 +50,6 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
-	// deleting holds the ids this process is deleting. FerretDB v1 does
-	// not apply a conditional update atomically, so two concurrent marks
-	// of one record can both succeed; this closes that window within a
-	// replica (MongoDB closes it across replicas).
-	deleting sync.Map
 }
 
 // NewService returns a Service. Zero Config fields take the defaults.
@@ -220,17 +214,16 @@ func (s *Service) Open(ctx context.Context, id string) (Media, Object, error) {
 }
 
 // Delete deletes the media id unless a live document uses it. The record is
-// hidden first, so no document can take the media up while the catalog is
-// asked; then it becomes a tombstone carrying the deletion event in one
-// write, and the object is removed (Sweep retries if that fails).
+// marked first (a single conditional write, so of two deletions racing
+// only one marks it; the other finds no live record), which hides it and
+// stops new documents from naming it while the catalog is asked (the
+// catalog counts its writes in flight too: see its document/refs.go);
+// then it becomes a tombstone carrying the deletion event in one write,
+// and the object is removed (Sweep retries if that fails).
 func (s *Service) Delete(ctx context.Context, id string) error {
 	if !ValidID(id) {
 		return ErrNotFound
 	}
-	if _, busy := s.deleting.LoadOrStore(id, true); busy {
-		return ErrBusy
-	}
-	defer s.deleting.Delete(id)
 	token := newToken()
 	m, err := s.store.MarkDeleting(ctx, id, token, s.now())
 	if err != nil {

@@ -9,19 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/lookup"
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/taxonomy/internal/tag"
 )
-
-// MaxLookupIDs bounds one internal lookup.
-const MaxLookupIDs = 500
 
 // How fresh the rendered categories are. A public read may lag a write
 // through another replica by publicLag; a back-office read compares the
@@ -197,16 +195,9 @@ func (h *Handler) deleteTag(c *gin.Context) {
 // lookupTags answers GET /internal/tags?ids=a,b,c with the tags among ids
 // that exist: other services check their references with it.
 func (h *Handler) lookupTags(c *gin.Context) {
-	var ids []string
-	for _, v := range c.QueryArray("ids") {
-		for _, id := range strings.Split(v, ",") {
-			if id != "" {
-				ids = append(ids, id)
-			}
-		}
-	}
-	if len(ids) > MaxLookupIDs {
-		httpx.Fail(c, problem.BadRequest(fmt.Sprintf("at most %d ids per lookup", MaxLookupIDs)))
+	ids, err := lookup.IDs(c.Request.URL.Query())
+	if err != nil {
+		httpx.Fail(c, problem.BadRequest(err.Error()))
 		return
 	}
 	tags, err := h.svc.Tags(c, ids)
@@ -242,6 +233,6 @@ func fail(c *gin.Context, err error) {
 			p.Errors = []problem.FieldError{{Field: "name", Message: "is already used"}}
 			return p
 		}
-		return httpx.CommonProblem(err, "taxonomy database")
+		return problem.Common(err, "taxonomy database", mongox.IsUnavailable)
 	})
 }

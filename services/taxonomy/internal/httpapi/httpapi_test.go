@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/lookup"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -261,7 +262,7 @@ func TestInternalLookup(t *testing.T) {
 	if len(found) != 1 || found[0]["id"] != "t1" || found[0]["categoryId"] != "c1" || found[0]["createdAt"] == nil {
 		t.Errorf("lookup = %s, want t1 with its createdAt", r.body)
 	}
-	many := strings.TrimSuffix(strings.Repeat("x,", httpapi.MaxLookupIDs+1), ",")
+	many := strings.TrimSuffix(strings.Repeat("x,", lookup.MaxIDs+1), ",")
 	a.must("GET", "/internal/tags?ids="+many, "", 400)
 }
 

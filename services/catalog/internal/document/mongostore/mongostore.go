@@ -1,14 +1,54 @@
 // Package mongostore keeps the catalog's documents in MongoDB (collection
-// documents), a revision counter of the collection (collection meta) that
-// listing caches compare against, and the marks of writes whose references
-// are still to be checked again (collection unsettled). bson shapes live
-// only here.
+// documents) and the change sequence's counter (collection meta). bson
+// shapes live only here.
+//
+// # One write path, and a sequence no reader can skip
+//
+// Every write (Create, Update, UpdateEach) goes through the same steps,
+// each a single-document write, so it needs nothing but MongoDB's
+// single-document atomicity:
+//
+//  1. hold: set pending {token, c0, at, tags, media} on the document, only
+//     if no other write holds it (or the other's hold is older than
+//     holdTTL: its writer died). c0 is a number the counter had already
+//     reached; tags and media are the references the write may add. A
+//     create inserts the document with seq 0 and its hold.
+//  2. read the held document and run the closure on it (the rules, and any
+//     lookups in other services).
+//  3. take the next number s of the counter (meta {_id: "seq"}, $inc).
+//  4. commit: set the new fields and seq s, unset pending, and add the
+//     write's events to the outbox, in one update filtered on the hold's
+//     token. If the hold was taken over meanwhile, nothing is written and
+//     the write starts again from 1.
+//
+// A reader that wants every change up to a point computes the stable point
+// (Stable): c = the counter, then P = the smallest c0 of any hold; stable =
+// min(c, P). Every write with seq <= stable is visible to reads made after
+// that: its increment came before c was read, so its hold came before too;
+// when P was read it was either still held (then P <= c0 < seq, which
+// contradicts seq <= stable), committed, or abandoned (it changed
+// nothing). A write held after P was read takes its number after c was
+// read, so its seq is above the stable point. Documents read by seq above
+// a previous stable point therefore never miss a change: the replicas'
+// memory and the sync cursor rest on that.
+//
+// What is here for MongoDB's own races, not for the test database: the
+// hold (two writers never interleave, and a deletion in another service
+// sees the references a write is about to add: see document/refs.go), the
+// token check on commit (a hold taken over by a sweep or another writer),
+// and the stable point (the counter's increment and the commit are two
+// writes).
 package mongostore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -24,82 +64,121 @@ import (
 // Source is the CloudEvents source of the catalog's events.
 const Source = "/catalog"
 
+// holdTTL is how long a write may hold a document before another write (or
+// ReleaseStale) may take the hold over: longer than the slowest closure
+// (two lookups of at most 5 s each). A writer whose hold was taken over
+// finds out at commit, and starts again.
+const holdTTL = 30 * time.Second
+
+// busyWait bounds how long a write waits for documents another write
+// holds, before it gives up with document.ErrConflict.
+const busyWait = 15 * time.Second
+
 // Store implements document.Store.
 type Store struct {
-	docs      *mongo.Collection
-	meta      *mongo.Collection
-	unsettled *mongo.Collection
-	log       *slog.Logger
+	docs *mongo.Collection
+	meta *mongo.Collection
+	log  *slog.Logger
+	now  func() time.Time
+	// seen is the highest counter value this process has read: a number
+	// the counter had already reached, for the c0 of a hold.
+	seen atomic.Int64
 }
 
 var _ document.Store = (*Store)(nil)
 
 // New returns a Store on db. Call EnsureIndexes once at start-up.
 func New(db *mongo.Database, log *slog.Logger) *Store {
-	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta"), unsettled: db.Collection("unsettled"), log: log}
+	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta"), log: log,
+		now: func() time.Time { return time.Now().UTC() }}
 }
 
 // Documents is the collection, for the outbox relay.
 func (s *Store) Documents() *mongo.Collection { return s.docs }
 
-// EnsureIndexes creates the indexes; idempotent.
+// counterID is the _id of the counter in meta.
+const counterID = "seq"
+
+// EnsureIndexes creates the indexes and the counter, and gives documents
+// stored before the sequence existed their place in it; idempotent, and
+// safe when several replicas start together.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
-	if err := mongox.EnsureIndexes(ctx, s.unsettled, mongox.Index("at", false, "at")); err != nil {
-		return err
-	}
-	return mongox.EnsureIndexes(ctx, s.docs,
+	if err := mongox.EnsureIndexes(ctx, s.docs,
+		mongox.Index("seq", false, "seq", "_id"),
+		mongox.Index("held", false, "held"),
 		mongox.Index("createdAt", false, "createdAt"),
 		mongox.Index("tagsIds", false, "tagsIds"),
 		mongox.Index("fileId", false, "file.id"),
 		mongox.Index("imagesIds", false, "imagesIds"),
 		mongox.Index("outbox", false, outbox.CountField),
-	)
-}
-
-// mark records, before a write that sets a document's references, that
-// they are to be checked again (Settle removes it). It is its own record,
-// written first, rather than a field of the document: a crash between the
-// two leaves a mark (harmless: Settle finds the document as it is), and
-// clearing it never rewrites the document, so it cannot undo a concurrent
-// event's change on a server without atomic updates (FerretDB). A later
-// write's mark replaces an earlier one.
-func (s *Store) mark(ctx context.Context, id string, at time.Time) error {
-	set := func() error {
-		_, err := s.unsettled.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": bson.M{"at": at}}, options.UpdateOne().SetUpsert(true))
+	); err != nil {
 		return err
 	}
-	err := set()
-	if mongox.IsDuplicateKey(err) { // two first upserts raced: now there is one to update
-		err = set()
+	if _, err := s.meta.InsertOne(ctx, bson.M{"_id": counterID, "n": int64(0)}); err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("sequence counter: %w", err)
 	}
+	if _, err := s.Counter(ctx); err != nil {
+		return err
+	}
+	n, err := s.docs.CountDocuments(ctx, bson.M{"seq": absent})
+	if err != nil || n == 0 {
+		return err
+	}
+	seq, err := s.next(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.docs.UpdateMany(ctx, bson.M{"seq": absent}, bson.M{"$set": bson.M{"seq": seq}})
 	return err
 }
+
+var absent = bson.M{"$exists": false}
 
 type fileDoc struct {
 	ID   string `bson:"id"`
 	Name string `bson:"name"`
 }
 
-type doc struct {
-	ID        string     `bson:"_id"`
-	Title     string     `bson:"title"`
-	Type      string     `bson:"type"`
-	URL       string     `bson:"url,omitempty"`
-	TagsIDs   []string   `bson:"tagsIds"`
-	Content   string     `bson:"content,omitempty"`
-	Sources   []string   `bson:"sources,omitempty"`
-	ImagesIDs []string   `bson:"imagesIds,omitempty"`
-	File      *fileDoc   `bson:"file,omitempty"`
-	IsDeleted bool       `bson:"isDeleted"`
-	CreatedAt time.Time  `bson:"createdAt"`
-	UpdatedAt time.Time  `bson:"updatedAt"`
-	DeletedAt *time.Time `bson:"deletedAt,omitempty"`
-	RefsAt    *time.Time `bson:"refsAt,omitempty"`
+type tagSinceDoc struct {
+	ID string    `bson:"id"`
+	At time.Time `bson:"at"`
 }
+
+type holdDoc struct {
+	Token string    `bson:"token"`
+	C0    int64     `bson:"c0"`
+	At    time.Time `bson:"at"`
+	Tags  []string  `bson:"tags"`
+	Media []string  `bson:"media"`
+}
+
+type doc struct {
+	ID        string        `bson:"_id"`
+	Seq       int64         `bson:"seq"`
+	Title     string        `bson:"title"`
+	Type      string        `bson:"type"`
+	URL       string        `bson:"url,omitempty"`
+	TagsIDs   []string      `bson:"tagsIds"`
+	TagSince  []tagSinceDoc `bson:"tagSince,omitempty"`
+	Content   string        `bson:"content,omitempty"`
+	Sources   []string      `bson:"sources,omitempty"`
+	ImagesIDs []string      `bson:"imagesIds,omitempty"`
+	File      *fileDoc      `bson:"file,omitempty"`
+	IsDeleted bool          `bson:"isDeleted"`
+	CreatedAt time.Time     `bson:"createdAt"`
+	UpdatedAt time.Time     `bson:"updatedAt"`
+	DeletedAt *time.Time    `bson:"deletedAt,omitempty"`
+	Pending   *holdDoc      `bson:"pending,omitempty"`
+	Held      bool          `bson:"held,omitempty"` // with pending: an equality the test database can index
+}
+
+// optional are the fields a document may lack; a commit unsets the ones
+// the new state does not have (and refsAt, kept by earlier versions).
+var optional = []string{"url", "tagSince", "content", "sources", "imagesIds", "file", "deletedAt", "refsAt"}
 
 func toDoc(d document.Document) doc {
 	out := doc{
-		ID: d.ID, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
+		ID: d.ID, Seq: d.Seq, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
 		Content: d.Content, IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
 	if d.Type.Inline() {
@@ -108,15 +187,20 @@ func toDoc(d document.Document) doc {
 	if d.File != nil {
 		out.File = &fileDoc{ID: d.File.ID, Name: d.File.Name}
 	}
-	if !d.RefsAt.IsZero() {
-		out.RefsAt = &d.RefsAt
+	for _, id := range d.TagsIDs {
+		if at, ok := d.TagSince[id]; ok {
+			out.TagSince = append(out.TagSince, tagSinceDoc{ID: id, At: at})
+		}
+	}
+	if !d.DeletedAt.IsZero() {
+		out.DeletedAt = &d.DeletedAt
 	}
 	return out
 }
 
 func (d doc) domain() document.Document {
 	out := document.Document{
-		ID: d.ID, Title: d.Title, Type: document.Type(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
+		ID: d.ID, Seq: d.Seq, Title: d.Title, Type: document.Type(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
 		Content: d.Content, IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
 	}
 	if out.Type.Inline() {
@@ -125,8 +209,14 @@ func (d doc) domain() document.Document {
 	if d.File != nil {
 		out.File = &document.File{ID: d.File.ID, Name: d.File.Name}
 	}
-	if d.RefsAt != nil {
-		out.RefsAt = d.RefsAt.UTC()
+	if len(d.TagSince) > 0 {
+		out.TagSince = make(map[string]time.Time, len(d.TagSince))
+		for _, t := range d.TagSince {
+			out.TagSince[t.ID] = t.At.UTC()
+		}
+	}
+	if d.DeletedAt != nil {
+		out.DeletedAt = d.DeletedAt.UTC()
 	}
 	return out
 }
@@ -138,21 +228,14 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// Insert implements document.Store.
-func (s *Store) Insert(ctx context.Context, d document.Document) error {
-	if err := s.mark(ctx, d.ID, d.UpdatedAt); err != nil {
-		return err
-	}
-	if _, err := s.docs.InsertOne(ctx, toDoc(d)); err != nil {
-		return err
-	}
-	return s.bump(ctx)
-}
+// withoutOutbox leaves the pending events out of reads.
+var withoutOutbox = bson.M{outbox.Field: 0}
 
-// Get implements document.Store.
+// Get implements document.Store. A document being created (seq 0) does
+// not exist yet.
 func (s *Store) Get(ctx context.Context, id string) (document.Document, error) {
 	var d doc
-	err := s.docs.FindOne(ctx, bson.M{"_id": id}, options.FindOne().SetProjection(bson.M{outbox.Field: 0})).Decode(&d)
+	err := s.docs.FindOne(ctx, bson.M{"_id": id, "seq": bson.M{"$gt": 0}}, options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return document.Document{}, document.ErrNotFound
 	}
@@ -163,17 +246,21 @@ func (s *Store) Get(ctx context.Context, id string) (document.Document, error) {
 }
 
 // summaryFields are the only fields a listing reads.
-var summaryFields = bson.M{"title": 1, "type": 1, "url": 1, "tagsIds": 1, "isDeleted": 1, "createdAt": 1, "updatedAt": 1}
+var summaryFields = bson.M{"seq": 1, "title": 1, "type": 1, "url": 1, "tagsIds": 1, "isDeleted": 1, "createdAt": 1, "updatedAt": 1, "deletedAt": 1}
 
 // List implements document.Store: newest first, ties by id.
-func (s *Store) List(ctx context.Context, withDeleted bool) ([]document.Summary, error) {
-	filter := bson.M{}
+func (s *Store) List(ctx context.Context, withDeleted bool) ([]document.Document, error) {
+	filter := bson.M{"seq": bson.M{"$gt": 0}}
 	if !withDeleted {
 		filter["isDeleted"] = false
 	}
-	cur, err := s.docs.Find(ctx, filter, options.Find().
+	return s.find(ctx, filter, options.Find().
 		SetProjection(summaryFields).
 		SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "_id", Value: -1}}))
+}
+
+func (s *Store) find(ctx context.Context, filter any, opts *options.FindOptionsBuilder) ([]document.Document, error) {
+	cur, err := s.docs.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -181,171 +268,42 @@ func (s *Store) List(ctx context.Context, withDeleted bool) ([]document.Summary,
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, err
 	}
-	out := make([]document.Summary, len(docs))
+	out := make([]document.Document, len(docs))
 	for i, d := range docs {
-		out[i] = document.Summary{
-			ID: d.ID, Title: d.Title, Type: document.Type(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
-			IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
-		}
+		out[i] = d.domain()
 	}
 	return out, nil
 }
 
-// Replace implements document.Store. Fields are set one by one (not a
-// whole-document replace) so a pending outbox in the document survives.
-func (s *Store) Replace(ctx context.Context, d document.Document, readAt time.Time) error {
-	nd := toDoc(d)
-	set := bson.M{"title": nd.Title, "tagsIds": nd.TagsIDs, "updatedAt": nd.UpdatedAt}
-	unset := bson.M{}
-	put := func(field string, v any, present bool) {
-		if present {
-			set[field] = v
-		} else {
-			unset[field] = ""
-		}
+// Naming implements document.Store.
+func (s *Store) Naming(ctx context.Context, refs document.Refs) ([]string, error) {
+	var or bson.A
+	if len(refs.Tags) > 0 {
+		or = append(or, bson.M{"tagsIds": bson.M{"$in": refs.Tags}}, bson.M{"pending.tags": bson.M{"$in": refs.Tags}})
 	}
-	put("url", nd.URL, nd.URL != "")
-	put("content", nd.Content, d.Type.Inline())
-	put("sources", nd.Sources, d.Type.Inline())
-	put("imagesIds", nd.ImagesIDs, d.Type.Inline())
-	put("file", nd.File, nd.File != nil)
-	put("refsAt", nd.RefsAt, nd.RefsAt != nil)
-	update := bson.M{"$set": set}
-	if len(unset) > 0 {
-		update["$unset"] = unset
+	if len(refs.Media) > 0 {
+		or = append(or, bson.M{"file.id": bson.M{"$in": refs.Media}}, bson.M{"imagesIds": bson.M{"$in": refs.Media}},
+			bson.M{"pending.media": bson.M{"$in": refs.Media}})
 	}
-	if err := s.mark(ctx, d.ID, d.UpdatedAt); err != nil {
-		return err
+	if len(or) == 0 {
+		return nil, nil
 	}
-	res, err := s.docs.UpdateOne(ctx, bson.M{"_id": d.ID, "isDeleted": false, "updatedAt": readAt}, update)
-	if err != nil {
-		return err
-	}
-	if res.MatchedCount == 0 {
-		cur, err := s.Get(ctx, d.ID)
-		switch {
-		case err != nil:
-			return err
-		case cur.IsDeleted:
-			return document.ErrDeleted
-		default:
-			return document.ErrConflict
-		}
-	}
-	return s.bump(ctx)
+	return s.ids(ctx, bson.M{"$or": or})
 }
 
-// SoftDelete implements document.Store: the flag and the deletion event are
-// written together, so the event cannot be lost.
-func (s *Store) SoftDelete(ctx context.Context, id string, at time.Time) (bool, error) {
-	ev, err := events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: id}, at)
-	if err != nil {
-		return false, err
-	}
-	update := bson.M{"$set": bson.M{"isDeleted": true, "deletedAt": at, "updatedAt": at}}
-	if err := outbox.Add(update, ev); err != nil {
-		return false, err
-	}
-	res, err := s.docs.UpdateOne(ctx, bson.M{"_id": id, "isDeleted": false}, update)
-	if err != nil {
-		return false, err
-	}
-	if res.MatchedCount == 0 {
-		if _, err := s.Get(ctx, id); err != nil {
-			return false, err
-		}
-		return false, nil // already deleted
-	}
-	return true, s.bump(ctx)
-}
-
-// Restore implements document.Store.
-func (s *Store) Restore(ctx context.Context, id string, at time.Time) (document.Document, error) {
-	if err := s.mark(ctx, id, at); err != nil {
-		return document.Document{}, err
-	}
-	res, err := s.docs.UpdateOne(ctx, bson.M{"_id": id, "isDeleted": true},
-		bson.M{"$set": bson.M{"isDeleted": false, "updatedAt": at}, "$unset": bson.M{"deletedAt": ""}})
-	if err != nil {
-		return document.Document{}, err
-	}
-	if res.MatchedCount > 0 {
-		if err := s.bump(ctx); err != nil {
-			return document.Document{}, err
-		}
-	}
-	return s.Get(ctx, id)
-}
-
-// Unsettled implements document.Store.
-func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]document.Mark, error) {
-	cur, err := s.unsettled.Find(ctx, bson.M{"at": bson.M{"$lt": before}}, options.Find().SetLimit(int64(limit)))
-	if err != nil {
-		return nil, err
-	}
-	var marks []struct {
-		ID string    `bson:"_id"`
-		At time.Time `bson:"at"`
-	}
-	if err := cur.All(ctx, &marks); err != nil {
-		return nil, err
-	}
-	out := make([]document.Mark, len(marks))
-	for i, m := range marks {
-		out[i] = document.Mark{DocumentID: m.ID, At: m.At.UTC()}
-	}
-	return out, nil
-}
-
-// Settle implements document.Store. Like the event handlers, it leaves
-// updatedAt alone.
-func (s *Store) Settle(ctx context.Context, m document.Mark, refsAt time.Time, goneTags, goneMedia []string) error {
-	if len(goneTags)+len(goneMedia) > 0 {
-		// Only the references that were checked: a write since then
-		// checked its own (it may name a tag created anew meanwhile).
-		filter := bson.M{"_id": m.DocumentID, "refsAt": refsAt}
-		if refsAt.IsZero() {
-			filter["refsAt"] = bson.M{"$exists": false}
-		}
-		if err := s.drop(ctx, filter, goneTags, goneMedia); err != nil {
-			return err
-		}
-	}
-	// Only this mark: a later write's mark stays for that write.
-	_, err := s.unsettled.DeleteOne(ctx, bson.M{"_id": m.DocumentID, "at": m.At})
-	return err
-}
-
-// drop takes gone tags and media out of the document filter matches and
-// moves the listing revision.
-func (s *Store) drop(ctx context.Context, filter bson.M, goneTags, goneMedia []string) error {
-	pull := bson.M{}
-	if len(goneTags) > 0 {
-		pull["tagsIds"] = goneTags
-	}
-	if len(goneMedia) > 0 {
-		pull["imagesIds"] = goneMedia
-	}
-	if _, err := s.docs.UpdateOne(ctx, filter, bson.M{"$pullAll": pull}); err != nil {
-		return err
-	}
-	if len(goneMedia) > 0 {
-		withFile := bson.M{"file.id": bson.M{"$in": goneMedia}}
-		for k, v := range filter {
-			withFile[k] = v
-		}
-		if _, err := s.docs.UpdateOne(ctx, withFile, bson.M{"$unset": bson.M{"file": ""}}); err != nil {
-			return err
-		}
-	}
-	return s.bump(ctx)
-}
-
-// MediaUsers implements document.Store.
+// MediaUsers implements document.Store: live documents using the media,
+// and held ones that use it or may (a held document in the trash may be
+// being restored).
 func (s *Store) MediaUsers(ctx context.Context, mediaID string) ([]string, error) {
-	cur, err := s.docs.Find(ctx, bson.M{"isDeleted": false, "$or": bson.A{
-		bson.M{"file.id": mediaID}, bson.M{"imagesIds": mediaID},
-	}}, options.Find().SetProjection(bson.M{"_id": 1}))
+	uses := bson.A{bson.M{"file.id": mediaID}, bson.M{"imagesIds": mediaID}}
+	return s.ids(ctx, bson.M{"$or": bson.A{
+		bson.M{"isDeleted": false, "seq": bson.M{"$gt": 0}, "$or": uses},
+		bson.M{"held": true, "$or": append(uses, bson.M{"pending.media": mediaID})},
+	}})
+}
+
+func (s *Store) ids(ctx context.Context, filter bson.M) ([]string, error) {
+	cur, err := s.docs.Find(ctx, filter, options.Find().SetProjection(bson.M{"_id": 1}))
 	if err != nil {
 		return nil, err
 	}
@@ -362,103 +320,409 @@ func (s *Store) MediaUsers(ctx context.Context, mediaID string) ([]string, error
 	return ids, nil
 }
 
-// RemoveTags takes the tags out of every document that has them, deleted
-// documents included. It is idempotent: applying it twice changes nothing
-// more. ($pullAll, not $pull with $in: the latter is a silent no-op on
-// FerretDB.)
-func (s *Store) RemoveTags(ctx context.Context, tagIDs []string) (int64, error) {
-	if len(tagIDs) == 0 {
-		return 0, nil
-	}
-	res, err := s.docs.UpdateMany(ctx, bson.M{"tagsIds": bson.M{"$in": tagIDs}},
-		bson.M{"$pullAll": bson.M{"tagsIds": tagIDs}})
-	if err != nil {
-		return 0, err
-	}
-	if res.ModifiedCount > 0 {
-		return res.ModifiedCount, s.bump(ctx)
-	}
-	return 0, nil
-}
-
-// RemoveTagCheckedBefore implements consumers.Store: like RemoveTags, for
-// one tag and only in documents whose references were checked before the
-// given time (refsAt; updatedAt for documents stored before refsAt was
-// kept).
-func (s *Store) RemoveTagCheckedBefore(ctx context.Context, tagID string, before time.Time) (int64, error) {
-	res, err := s.docs.UpdateMany(ctx, bson.M{"tagsIds": tagID, "$or": bson.A{
-		bson.M{"refsAt": bson.M{"$lt": before}},
-		bson.M{"refsAt": bson.M{"$exists": false}, "updatedAt": bson.M{"$lt": before}},
-	}},
-		bson.M{"$pullAll": bson.M{"tagsIds": []string{tagID}}})
-	if err != nil {
-		return 0, err
-	}
-	if res.ModifiedCount > 0 {
-		return res.ModifiedCount, s.bump(ctx)
-	}
-	return 0, nil
-}
-
-// DropMedia removes references to a deleted media from every document.
-// Normally only deleted documents have any: the media service refuses to
-// delete a media that a live document uses. A write that raced the deletion
-// can still leave one on a live document (its references were checked
-// before the media was marked as being deleted, and it was stored after the
-// media service asked for users; a restore likewise). Such a live document
-// loses the reference too, rather than keep one to bytes that are gone, and
-// live names it so the caller can say so. Idempotent.
-func (s *Store) DropMedia(ctx context.Context, mediaID string) (dropped int64, live []string, err error) {
-	live, err = s.MediaUsers(ctx, mediaID)
-	if err != nil {
-		return 0, nil, err
-	}
-	a, err := s.docs.UpdateMany(ctx, bson.M{"file.id": mediaID}, bson.M{"$unset": bson.M{"file": ""}})
-	if err != nil {
-		return 0, live, err
-	}
-	b, err := s.docs.UpdateMany(ctx, bson.M{"imagesIds": mediaID},
-		bson.M{"$pullAll": bson.M{"imagesIds": []string{mediaID}}})
-	if err != nil {
-		return a.ModifiedCount, live, err
-	}
-	n := a.ModifiedCount + b.ModifiedCount
-	if n > 0 {
-		return n, live, s.bump(ctx)
-	}
-	return 0, live, nil
-}
-
-// Revision returns a number that changes whenever any document changes, for
-// listing caches. It is bumped after each write; a bump lost to a crash
-// between the two writes is covered by the caches' maximum age.
-func (s *Store) Revision(ctx context.Context) (int64, error) {
+// Counter returns the sequence counter: the highest seq handed out.
+func (s *Store) Counter(ctx context.Context) (int64, error) {
 	var m struct {
-		Rev int64 `bson:"rev"`
+		N int64 `bson:"n"`
 	}
-	err := s.meta.FindOne(ctx, bson.M{"_id": "documents"}).Decode(&m)
+	err := s.meta.FindOne(ctx, bson.M{"_id": counterID}).Decode(&m)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, nil
 	}
-	return m.Rev, err
+	if err != nil {
+		return 0, err
+	}
+	s.saw(m.N)
+	return m.N, nil
 }
 
-// bump moves the revision after a write. It never fails the write that
-// already happened (a client told 500 would retry and store a duplicate): a
-// lost bump only delays other replicas' listings by the caches' MaxAge. Two
-// first upserts racing make one fail on the unique _id; it is retried.
-func (s *Store) bump(ctx context.Context) error {
-	inc := func() error {
-		_, err := s.meta.UpdateOne(ctx, bson.M{"_id": "documents"}, bson.M{"$inc": bson.M{"rev": int64(1)}},
-			options.UpdateOne().SetUpsert(true))
-		return err
-	}
-	err := inc()
-	if mongox.IsDuplicateKey(err) {
-		err = inc()
-	}
+// Stable returns the stable point of the sequence (see the package
+// comment): every write with a seq up to it is visible to reads made after
+// this call. It can be below an earlier answer (a hold with an old c0);
+// callers keep the highest they have seen.
+func (s *Store) Stable(ctx context.Context) (int64, error) {
+	c, err := s.Counter(ctx)
 	if err != nil {
-		s.log.WarnContext(ctx, "listing revision not moved; other replicas see the change within their cache's max age", "error", err)
+		return 0, err
 	}
-	return nil
+	cur, err := s.docs.Find(ctx, bson.M{"held": true}, options.Find().SetProjection(bson.M{"pending.c0": 1}))
+	if err != nil {
+		return 0, err
+	}
+	var held []doc
+	if err := cur.All(ctx, &held); err != nil {
+		return 0, err
+	}
+	stable := c
+	for _, h := range held {
+		if h.Pending != nil {
+			stable = min(stable, h.Pending.C0)
+		}
+	}
+	return stable, nil
+}
+
+// Changes returns up to limit documents after the position (seq, id), in
+// (seq, _id) order: the documents as they are now, deleted ones included.
+// Read after Stable, they hold every change up to the stable point. Writes
+// of many documents at once share a seq, hence the id in the position.
+func (s *Store) Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error) {
+	filter := bson.M{"seq": bson.M{"$gt": afterSeq}}
+	if afterSeq > 0 { // seq 0 is a document being created, never a change
+		filter = bson.M{"$or": bson.A{filter, bson.M{"seq": afterSeq, "_id": bson.M{"$gt": afterID}}}}
+	}
+	return s.find(ctx, filter, options.Find().
+		SetProjection(withoutOutbox).
+		SetSort(bson.D{{Key: "seq", Value: 1}, {Key: "_id", Value: 1}}).
+		SetLimit(int64(limit)))
+}
+
+// Revision is the listing caches' revision: the stable point, which moves
+// only once a write is visible.
+func (s *Store) Revision(ctx context.Context) (int64, error) { return s.Stable(ctx) }
+
+func (s *Store) saw(n int64) {
+	for {
+		cur := s.seen.Load()
+		if n <= cur || s.seen.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// next takes the next number of the counter.
+func (s *Store) next(ctx context.Context) (int64, error) {
+	var m struct {
+		N int64 `bson:"n"`
+	}
+	err := s.meta.FindOneAndUpdate(ctx, bson.M{"_id": counterID}, bson.M{"$inc": bson.M{"n": int64(1)}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&m)
+	if err != nil {
+		return 0, fmt.Errorf("sequence counter: %w", err)
+	}
+	s.saw(m.N)
+	return m.N, nil
+}
+
+// hold returns the pending field of a new hold.
+func (s *Store) hold(adds document.Refs) holdDoc {
+	return holdDoc{Token: newToken(), C0: s.seen.Load(), At: s.now(), Tags: orEmpty(adds.Tags), Media: orEmpty(adds.Media)}
+}
+
+// Create implements document.Store.
+func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	for attempt := 0; ; attempt++ {
+		h := s.hold(adds)
+		if _, err := s.docs.InsertOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}); err != nil {
+			return document.Document{}, err
+		}
+		d := document.Document{ID: id}
+		if err := fn(&d); err != nil {
+			s.abandon(ctx, id, h.Token)
+			return document.Document{}, err
+		}
+		if !adds.Covers(d.Refs()) {
+			s.abandon(ctx, id, h.Token)
+			return document.Document{}, fmt.Errorf("document %s: the write adds references it did not hold", id)
+		}
+		done, err := s.commit(ctx, h.Token, []change{{before: document.Document{ID: id}, after: d}})
+		if err != nil {
+			return document.Document{}, err
+		}
+		if len(done) == 1 {
+			return done[0], nil
+		}
+		if attempt == 2 { // the hold was swept each time: the closure is too slow
+			return document.Document{}, document.ErrConflict
+		}
+	}
+}
+
+// abandon removes a document being created whose write failed.
+func (s *Store) abandon(ctx context.Context, id, token string) {
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	if _, err := s.docs.DeleteOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending.token": token}); err != nil {
+		s.log.WarnContext(ctx, "a failed create left its placeholder; ReleaseStale removes it", "document_id", id, "error", err)
+	}
+}
+
+// Update implements document.Store.
+func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	out, err := s.update(ctx, []string{id}, adds, fn)
+	if err != nil {
+		return document.Document{}, err
+	}
+	d, ok := out[id]
+	if !ok {
+		return document.Document{}, document.ErrNotFound
+	}
+	return d.doc, nil
+}
+
+// UpdateEach implements document.Store.
+func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.Document) error) ([]document.Document, error) {
+	out, err := s.update(ctx, ids, document.Refs{}, fn)
+	var changed []document.Document
+	for _, id := range ids {
+		if r, ok := out[id]; ok && r.changed {
+			changed = append(changed, r.doc)
+		}
+	}
+	return changed, err
+}
+
+type result struct {
+	doc     document.Document
+	changed bool
+}
+
+// update runs rounds until every document of ids is written (or left
+// unchanged), missing, or busyWait has passed while others hold some.
+func (s *Store) update(ctx context.Context, ids []string, adds document.Refs, fn func(*document.Document) error) (map[string]result, error) {
+	out := map[string]result{}
+	todo := slices.Clone(ids)
+	wait, deadline := 2*time.Millisecond, time.Now().Add(busyWait)
+	for {
+		busy, err := s.round(ctx, todo, adds, fn, out)
+		if err != nil || len(busy) == 0 {
+			return out, err
+		}
+		if time.Now().After(deadline) {
+			return out, document.ErrConflict
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+		todo = busy
+	}
+}
+
+type change struct {
+	before, after document.Document
+}
+
+// round holds what it can of ids, runs fn on each held document, commits
+// the changed ones and releases the others. It records finished documents
+// in out and returns the ids to try again (held by another write, or whose
+// hold was taken over before the commit). Missing ids are left out.
+func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
+	h := s.hold(adds)
+	free := bson.A{bson.M{"pending": absent}, bson.M{"pending.at": bson.M{"$lt": h.At.Add(-holdTTL)}}}
+	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"seq": bson.M{"$gt": 0}, "$or": free}),
+		bson.M{"$set": bson.M{"pending": h, "held": true}}); err != nil {
+		return nil, err
+	}
+	cur, err := s.docs.Find(ctx, byIDs(ids, bson.M{}), options.Find().SetProjection(withoutOutbox))
+	if err != nil {
+		s.release(ctx, ids, h.Token)
+		return nil, err
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		s.release(ctx, ids, h.Token)
+		return nil, err
+	}
+	var changes []change
+	var unchanged []string
+	for _, d := range docs {
+		if d.Pending == nil || d.Pending.Token != h.Token {
+			busy = append(busy, d.ID)
+			continue
+		}
+		before := d.domain()
+		after := before.Clone()
+		switch err := fn(&after); {
+		case errors.Is(err, document.ErrUnchanged):
+			unchanged = append(unchanged, d.ID)
+			out[d.ID] = result{doc: before}
+		case err != nil:
+			s.release(ctx, ids, h.Token)
+			return nil, err
+		case !refsUnion(adds, before.Refs()).Covers(after.Refs()):
+			s.release(ctx, ids, h.Token)
+			return nil, fmt.Errorf("document %s: the write adds references it did not hold", d.ID)
+		default:
+			changes = append(changes, change{before: before, after: after})
+		}
+	}
+	if len(unchanged) > 0 {
+		s.release(ctx, unchanged, h.Token)
+	}
+	if len(changes) == 0 {
+		return busy, nil
+	}
+	done, err := s.commit(ctx, h.Token, changes)
+	for _, d := range done {
+		out[d.ID] = result{doc: d, changed: true}
+	}
+	for _, c := range changes {
+		if _, ok := out[c.after.ID]; !ok || !out[c.after.ID].changed {
+			busy = append(busy, c.after.ID) // the hold was taken over: again
+		}
+	}
+	return busy, err
+}
+
+func refsUnion(a, b document.Refs) document.Refs {
+	return document.Refs{Tags: append(slices.Clone(a.Tags), b.Tags...), Media: append(slices.Clone(a.Media), b.Media...)}
+}
+
+// commit takes the next number of the counter and writes the changes
+// under it, each only if its hold is still token's; it returns the
+// documents written. Documents whose hold was taken over are not.
+func (s *Store) commit(ctx context.Context, token string, changes []change) ([]document.Document, error) {
+	ids := make([]string, len(changes))
+	for i, c := range changes {
+		ids[i] = c.after.ID
+	}
+	seq, err := s.next(ctx)
+	if err != nil {
+		s.release(ctx, ids, token)
+		return nil, err
+	}
+	models := make([]mongo.WriteModel, len(changes))
+	for i, c := range changes {
+		c.after.Seq = seq
+		update, err := s.updateOf(ctx, c.before, c.after)
+		if err != nil {
+			s.release(ctx, ids, token)
+			return nil, err
+		}
+		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update)
+		changes[i] = c
+	}
+	res, err := s.docs.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		// Some may have been written: the ones now at seq are.
+		if written, rerr := s.at(ctx, ids, seq); rerr == nil {
+			return pick(changes, written), err
+		}
+		return nil, err
+	}
+	if int(res.MatchedCount) == len(changes) {
+		out := make([]document.Document, len(changes))
+		for i, c := range changes {
+			out[i] = c.after
+		}
+		return out, nil
+	}
+	written, err := s.at(ctx, ids, seq)
+	return pick(changes, written), err
+}
+
+// at returns which of ids are at seq.
+func (s *Store) at(ctx context.Context, ids []string, seq int64) (map[string]bool, error) {
+	got, err := s.ids(ctx, bson.M{"_id": bson.M{"$in": ids}, "seq": seq})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(got))
+	for _, id := range got {
+		out[id] = true
+	}
+	return out, nil
+}
+
+func pick(changes []change, written map[string]bool) []document.Document {
+	var out []document.Document
+	for _, c := range changes {
+		if written[c.after.ID] {
+			out = append(out, c.after)
+		}
+	}
+	return out
+}
+
+// updateOf is the commit of one change: the new state's fields (not a
+// whole-document replace, so the outbox's pending events survive), the end
+// of the hold, and the change's events.
+func (s *Store) updateOf(ctx context.Context, before, after document.Document) (bson.M, error) {
+	raw, err := bson.Marshal(toDoc(after))
+	if err != nil {
+		return nil, err
+	}
+	var set bson.M
+	if err := bson.Unmarshal(raw, &set); err != nil {
+		return nil, err
+	}
+	delete(set, "_id")
+	delete(set, "pending")
+	delete(set, "held")
+	unset := bson.M{"pending": "", "held": ""}
+	for _, f := range optional {
+		if _, ok := set[f]; !ok {
+			unset[f] = ""
+		}
+	}
+	update := bson.M{"$set": set, "$unset": unset}
+	for _, e := range document.Events(before, after) {
+		var ev events.Event
+		switch e {
+		case document.Deleted:
+			ev, err = events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: after.ID}, after.UpdatedAt)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := outbox.Add(update, ev); err != nil {
+			return nil, err
+		}
+	}
+	return update, nil
+}
+
+// release ends token's holds on ids, leaving the documents as they were.
+func (s *Store) release(ctx context.Context, ids []string, token string) {
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"pending.token": token}),
+		bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
+		s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", ids, "error", err)
+	}
+}
+
+// ReleaseStale ends holds older than holdTTL, whose writers died (a crash,
+// a lost connection): documents held go back to what they were, documents
+// being created that never were are removed. Until then the stable point
+// cannot pass them. Idempotent, safe on several replicas.
+func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
+	stale := bson.M{"$lt": s.now().Add(-holdTTL)}
+	a, err := s.docs.DeleteMany(ctx, bson.M{"seq": int64(0), "pending.at": stale})
+	if err != nil {
+		return 0, err
+	}
+	b, err := s.docs.UpdateMany(ctx, bson.M{"seq": bson.M{"$gt": 0}, "pending.at": stale},
+		bson.M{"$unset": bson.M{"pending": "", "held": ""}})
+	if err != nil {
+		return a.DeletedCount, err
+	}
+	return a.DeletedCount + b.ModifiedCount, nil
+}
+
+// byIDs adds the ids to filter: one id as an equality, which the test
+// database (FerretDB) sends to its index where $in it evaluates over the
+// whole collection; the same query on MongoDB.
+func byIDs(ids []string, filter bson.M) bson.M {
+	if len(ids) == 1 {
+		filter["_id"] = ids[0]
+	} else {
+		filter["_id"] = bson.M{"$in": ids}
+	}
+	return filter
+}
+
+// cleanup is a context for undoing after a failure: it runs even when the
+// request's context is done.
+func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

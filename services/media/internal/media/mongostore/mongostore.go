@@ -181,7 +181,7 @@ func (s *Store) Tombstone(ctx context.Context, id, token string, at time.Time) e
 		return err
 	}
 	if res.MatchedCount == 0 {
-		return media.ErrBusy // the mark was cleared as stuck meanwhile
+		return media.ErrMarkLost // cleared as stuck meanwhile
 	}
 	return nil
 }

@@ -188,7 +188,7 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
 	}
 	defer s.rev.Bump(ctx)
 	_, err := s.categories.InsertOne(ctx, doc)
-	if mongox.IsDuplicateKey(err) {
+	if mongo.IsDuplicateKeyError(err) {
 		return s.whichDuplicate(ctx, s.categories, c.ID)
 	}
 	return err
@@ -225,7 +225,7 @@ func rename(ctx context.Context, coll *mongo.Collection, id, name string, at tim
 	res, err := coll.UpdateOne(ctx, liveByID(id),
 		bson.M{"$set": bson.M{"name": name, "nameKey": tag.NameKey(name), "updatedAt": at}})
 	switch {
-	case mongox.IsDuplicateKey(err):
+	case mongo.IsDuplicateKeyError(err):
 		return tag.ErrDuplicateName
 	case err != nil:
 		return err
@@ -361,7 +361,7 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
 	}
 	defer s.rev.Bump(ctx)
 	if _, err := s.tags.InsertOne(ctx, doc); err != nil {
-		if mongox.IsDuplicateKey(err) {
+		if mongo.IsDuplicateKeyError(err) {
 			return s.whichDuplicate(ctx, s.tags, t.ID)
 		}
 		return err

@@ -1,0 +1,4 @@
+package document
+
+// Failing is failing for the package's external tests.
+var Failing = failing
