@@ -216,6 +216,18 @@ func TestDocumentsThroughTheGateway(t *testing.T) {
 	if len(all) != 4 || all[3].ID != pdfDoc.ID || !*all[3].IsDeleted || all[3].CreatedAt == nil {
 		t.Errorf("BO listing = %+v", all)
 	}
+	// Audit fields (CONTRACT.md §5): who, always; when and who deleted, on a deleted document only.
+	var audit []map[string]any
+	st.Must("GET", "/bo/documents", nil, 200).JSON(t, &audit)
+	for _, d := range audit {
+		_, by := d["createdBy"].(string)
+		_, upBy := d["updatedBy"].(string)
+		_, delAt := d["deletedAt"].(string)
+		_, delBy := d["deletedBy"].(string)
+		if deleted := d["id"] == pdfDoc.ID; !by || !upBy || delAt != deleted || delBy != deleted {
+			t.Errorf("BO listing item %v: want createdBy and updatedBy, and deletedAt and deletedBy exactly when deleted", d)
+		}
+	}
 	st.Must("GET", "/bo/documents/"+pdfDoc.ID+"/detail", nil, 200)
 	if r := st.BO("GET", "/bo/documents/"+pdfDoc.ID+"/download", nil); r.Status != 200 || !bytes.Equal(r.Body, pdfBytes) {
 		t.Errorf("BO download of a deleted document: %d", r.Status)

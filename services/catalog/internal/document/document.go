@@ -58,6 +58,13 @@ type Document struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	DeletedAt time.Time // zero unless deleted
+	// Who made the change (identity.Name of the back-office caller; empty
+	// when unknown: documents stored before names were recorded). A change
+	// made by an event (a tag deleted) is nobody's: it keeps UpdatedBy and
+	// UpdatedAt.
+	CreatedBy string
+	UpdatedBy string
+	DeletedBy string // empty unless deleted
 
 	// Seq is the document's place in the store's change sequence: every
 	// write gives it a higher one (Store.Changes).

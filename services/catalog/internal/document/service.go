@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/doclib/libs/identity"
 )
 
 // Service is the catalog's use cases. Every change to a document goes
@@ -50,6 +52,8 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		checked.ID = nd.ID
 		checked.CreatedAt = s.now()
 		checked.UpdatedAt = checked.CreatedAt
+		checked.CreatedBy = identity.Name(ctx)
+		checked.UpdatedBy = checked.CreatedBy
 		*nd = checked
 		return nil
 	})
@@ -72,8 +76,8 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if err != nil {
 			return err
 		}
-		checked.ID, checked.CreatedAt = d.ID, d.CreatedAt
-		checked.UpdatedAt = s.after(d.UpdatedAt)
+		checked.ID, checked.CreatedAt, checked.CreatedBy = d.ID, d.CreatedAt, d.CreatedBy
+		checked.UpdatedAt, checked.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		*d = checked
 		return nil
 	})
@@ -119,8 +123,8 @@ func (s *Service) Delete(ctx context.Context, id string) (bool, error) {
 			return ErrUnchanged
 		}
 		d.IsDeleted, deleted = true, true
-		d.UpdatedAt = s.after(d.UpdatedAt)
-		d.DeletedAt = d.UpdatedAt
+		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
+		d.DeletedAt, d.DeletedBy = d.UpdatedAt, d.UpdatedBy
 		return nil
 	})
 	return deleted, err
@@ -141,8 +145,8 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
 			s.log.WarnContext(ctx, "media gone or being deleted were dropped from the restored document",
 				"document_id", d.ID, "media", dropped)
 		}
-		d.IsDeleted, d.DeletedAt = false, time.Time{}
-		d.UpdatedAt = s.after(d.UpdatedAt)
+		d.IsDeleted, d.DeletedAt, d.DeletedBy = false, time.Time{}, ""
+		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	})
 }

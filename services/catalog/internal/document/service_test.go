@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
@@ -279,5 +280,35 @@ func TestLegacyDocumentsAndATagCreatedAnew(t *testing.T) {
 	a, _ := store.Get(ctx, after)
 	if len(b.TagsIDs) != 0 || strings.Join(a.TagsIDs, ",") != "a" {
 		t.Errorf("written before the new tag: %v (want none); after: %v (want a)", b.TagsIDs, a.TagsIDs)
+	}
+}
+
+// Each change records who made it; an event's change is nobody's.
+func TestWhoChangedIt(t *testing.T) {
+	w := newWorld()
+	svc, store := newService(t, w)
+	as := func(name string) context.Context {
+		return identity.With(context.Background(), identity.Caller{Name: name, Role: identity.Editor})
+	}
+	d, err := svc.Create(as("alice"), newDoc)
+	testkit.Must(t, err, "Create")
+	if d.CreatedBy != "alice" || d.UpdatedBy != "alice" || d.DeletedBy != "" {
+		t.Errorf("created: by %q, updated by %q, deleted by %q", d.CreatedBy, d.UpdatedBy, d.DeletedBy)
+	}
+	_, err = svc.Update(as("bob"), d.ID, newDoc)
+	testkit.Must(t, err, "Update")
+	_, err = svc.Delete(as("carol"), d.ID)
+	testkit.Must(t, err, "Delete")
+	got, _ := store.Get(context.Background(), d.ID)
+	if got.CreatedBy != "alice" || got.UpdatedBy != "carol" || got.DeletedBy != "carol" || got.DeletedAt.IsZero() {
+		t.Errorf("after bob's PATCH and carol's DELETE: %+v", got)
+	}
+	w.set(func(w *world) { delete(w.tags, "a") })
+	_, err = svc.TagsDeleted(context.Background(), []string{"a"})
+	testkit.Must(t, err, "TagsDeleted")
+	r, err := svc.Restore(as("dave"), d.ID)
+	testkit.Must(t, err, "Restore")
+	if r.CreatedBy != "alice" || r.UpdatedBy != "dave" || r.DeletedBy != "" || !r.DeletedAt.IsZero() || strings.Join(r.TagsIDs, ",") != "b" {
+		t.Errorf("restored by dave: %+v", r)
 	}
 }

@@ -34,9 +34,29 @@ type documentShort struct {
 
 type documentAdminShort struct {
 	documentShort
-	IsDeleted bool   `json:"isDeleted"`
-	CreatedAt string `json:"createdAt"`
-	UpdatedAt string `json:"updatedAt"`
+	audit
+}
+
+// audit is the back-office's record of a document's life (CONTRACT.md §5):
+// deletedAt and deletedBy only while it is deleted.
+type audit struct {
+	IsDeleted bool    `json:"isDeleted"`
+	CreatedAt string  `json:"createdAt"`
+	UpdatedAt string  `json:"updatedAt"`
+	CreatedBy string  `json:"createdBy"`
+	UpdatedBy string  `json:"updatedBy"`
+	DeletedAt string  `json:"deletedAt,omitempty"`
+	DeletedBy *string `json:"deletedBy,omitempty"`
+}
+
+func toAudit(d document.Document) audit {
+	a := audit{IsDeleted: d.IsDeleted, CreatedAt: httpx.FormatTime(d.CreatedAt), UpdatedAt: httpx.FormatTime(d.UpdatedAt),
+		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}
+	if d.IsDeleted {
+		by := d.DeletedBy
+		a.DeletedAt, a.DeletedBy = httpx.FormatTime(d.DeletedAt), &by
+	}
+	return a
 }
 
 type fileRef struct {
@@ -55,9 +75,7 @@ type documentDetail struct {
 
 type documentAdmin struct {
 	documentDetail
-	IsDeleted bool   `json:"isDeleted"`
-	CreatedAt string `json:"createdAt"`
-	UpdatedAt string `json:"updatedAt"`
+	audit
 }
 
 type mediaUsage struct {
@@ -70,8 +88,7 @@ func toShort(s document.Document) documentShort {
 }
 
 func toAdminShort(s document.Document) documentAdminShort {
-	return documentAdminShort{documentShort: toShort(s), IsDeleted: s.IsDeleted,
-		CreatedAt: httpx.FormatTime(s.CreatedAt), UpdatedAt: httpx.FormatTime(s.UpdatedAt)}
+	return documentAdminShort{documentShort: toShort(s), audit: toAudit(s)}
 }
 
 func toDetail(d document.Document) documentDetail {
@@ -93,6 +110,5 @@ func toDetail(d document.Document) documentDetail {
 }
 
 func toAdmin(d document.Document) documentAdmin {
-	return documentAdmin{documentDetail: toDetail(d), IsDeleted: d.IsDeleted,
-		CreatedAt: httpx.FormatTime(d.CreatedAt), UpdatedAt: httpx.FormatTime(d.UpdatedAt)}
+	return documentAdmin{documentDetail: toDetail(d), audit: toAudit(d)}
 }

@@ -168,18 +168,22 @@ type doc struct {
 	CreatedAt time.Time     `bson:"createdAt"`
 	UpdatedAt time.Time     `bson:"updatedAt"`
 	DeletedAt *time.Time    `bson:"deletedAt,omitempty"`
+	CreatedBy string        `bson:"createdBy,omitempty"`
+	UpdatedBy string        `bson:"updatedBy,omitempty"`
+	DeletedBy string        `bson:"deletedBy,omitempty"`
 	Pending   *holdDoc      `bson:"pending,omitempty"`
 	Held      bool          `bson:"held,omitempty"` // with pending: an equality the test database can index
 }
 
 // optional are the fields a document may lack; a commit unsets the ones
 // the new state does not have (and refsAt, kept by earlier versions).
-var optional = []string{"url", "tagSince", "content", "sources", "imagesIds", "file", "deletedAt", "refsAt"}
+var optional = []string{"url", "tagSince", "content", "sources", "imagesIds", "file", "deletedAt", "createdBy", "updatedBy", "deletedBy", "refsAt"}
 
 func toDoc(d document.Document) doc {
 	out := doc{
 		ID: d.ID, Seq: d.Seq, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
 		Content: d.Content, IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy, DeletedBy: d.DeletedBy,
 	}
 	if d.Type.Inline() {
 		out.Sources, out.ImagesIDs = orEmpty(d.Sources), orEmpty(d.ImagesIDs)
@@ -202,6 +206,7 @@ func (d doc) domain() document.Document {
 	out := document.Document{
 		ID: d.ID, Seq: d.Seq, Title: d.Title, Type: document.Type(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
 		Content: d.Content, IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
+		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy, DeletedBy: d.DeletedBy,
 	}
 	if out.Type.Inline() {
 		out.Sources, out.ImagesIDs = orEmpty(d.Sources), orEmpty(d.ImagesIDs)
@@ -246,7 +251,8 @@ func (s *Store) Get(ctx context.Context, id string) (document.Document, error) {
 }
 
 // summaryFields are the only fields a listing reads.
-var summaryFields = bson.M{"seq": 1, "title": 1, "type": 1, "url": 1, "tagsIds": 1, "isDeleted": 1, "createdAt": 1, "updatedAt": 1, "deletedAt": 1}
+var summaryFields = bson.M{"seq": 1, "title": 1, "type": 1, "url": 1, "tagsIds": 1, "isDeleted": 1, "createdAt": 1, "updatedAt": 1,
+	"deletedAt": 1, "createdBy": 1, "updatedBy": 1, "deletedBy": 1}
 
 // List implements document.Store: newest first, ties by id.
 func (s *Store) List(ctx context.Context, withDeleted bool) ([]document.Document, error) {
