@@ -14,8 +14,11 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 HELM_VERSION  := v3.22.0
 # Workspace modules (go.work) as package patterns, e.g. github.com/doclib/libs/...
 MODULES     = $(shell $(GO) list -m -f '{{.Path}}/...')
-GO_DIRS    := libs services e2e tools charts
+GO_DIRS    := libs services e2e tools charts deploy
 CHART      := charts/doclib
+# Modules of their own, outside go.work, that check the deployment files:
+# the Helm chart rendered (Helm, client-go) and compose.yaml (compose-go).
+CHECKS     := charts/chartcheck deploy/composecheck
 
 export DOCLIB_BIN_DIR := $(BIN)
 
@@ -23,22 +26,22 @@ export DOCLIB_BIN_DIR := $(BIN)
 
 help:
 	@echo "make dev    run the whole stack on 127.0.0.1:8080 (Ctrl-C stops it)"
-	@echo "make test   gofmt, go vet and every test (race detector on)"
+	@echo "make test   gofmt, go vet, every test (race detector on), helm lint and the chart and compose checks"
 	@echo "make bench  the benchmarks (figures written under bench/)"
 
 dev: tools build
 	@$(BIN)/devstack
 
-test: tools lint
+test: tools lint helm-lint
 	$(GO) test -race -count=1 -timeout 20m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
-	cd charts/chartcheck && GOWORK=off $(GO) test -count=1 ./...
+	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
 lint:
 	@out=$$(gofmt -l $(GO_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	cd tools && GOWORK=off $(GO) vet ./...
-	cd charts/chartcheck && GOWORK=off $(GO) vet ./...
+	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) vet ./...) || exit 1; done
 
 tools: $(BIN)/minio $(BIN)/ferretdb $(BIN)/devstack
 
@@ -71,7 +74,7 @@ $(BIN)/helm:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # Lints and renders the chart for every values file of charts/doclib/ci;
-# a render without back-office credentials must fail.
+# a render without back-office credentials must fail. Part of `make test`.
 helm-lint: $(BIN)/helm
 	$(BIN)/helm lint --strict $(CHART)
 	@for f in $(CHART)/ci/*-values.yaml; do \
