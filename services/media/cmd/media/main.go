@@ -35,6 +35,10 @@ const service = "media"
 // the outbox relay takes the sweep over.
 const sweepEvery = time.Minute
 
+// bucketWait is how long start-up waits for the bucket before serving
+// without it (the object store is down: it is made once it is back).
+const bucketWait = 5 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -109,9 +113,15 @@ func run(ctx context.Context) error {
 	}
 	// Media records are served while the object store is down (uploads and
 	// downloads answer 503), also when it is down at start-up: the bucket
-	// is made in the background.
-	_, stopBucket := periodic.Until(ctx, log, fmt.Sprintf("s3 bucket %s (is S3_ENDPOINT reachable, are the keys right?)", cfg.s3.Bucket), blobs.EnsureBucket)
+	// is made in the background. Start-up waits a little for it, so that a
+	// normal start serves uploads at once.
+	bucketMade, stopBucket := periodic.Until(ctx, log, fmt.Sprintf("s3 bucket %s (is S3_ENDPOINT reachable, are the keys right?)", cfg.s3.Bucket), blobs.EnsureBucket)
 	defer stopBucket()
+	select {
+	case <-bucketMade:
+	case <-time.After(bucketWait):
+	case <-ctx.Done():
+	}
 
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
 	// Several replicas may sweep at once: it is idempotent.
