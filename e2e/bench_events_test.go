@@ -103,7 +103,7 @@ func seedDeletion(st *Stack, prefix string) []*delSample {
 
 // deleteTag sends DELETE /bo/tags/:id and records when it answered.
 func deleteTag(st *Stack, s *delSample) error {
-	status, raw, err := delReq("DELETE", st.URL+"/bo/tags/"+s.tag)
+	status, raw, err := delReq("DELETE", st.AdminURL+"/bo/tags/"+s.tag)
 	s.deleted = time.Now()
 	if err != nil {
 		return err

@@ -379,7 +379,7 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 func (s *listingSeeder) create(body map[string]any) (string, error) {
 	raw, _ := json.Marshal(body)
 	for attempt := 0; ; attempt++ {
-		req, _ := http.NewRequest("POST", s.st.URL+"/bo/documents", bytes.NewReader(raw))
+		req, _ := http.NewRequest("POST", s.st.AdminURL+"/bo/documents", bytes.NewReader(raw))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+Token)
 		resp, err := s.client.Do(req)

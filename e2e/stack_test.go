@@ -22,11 +22,23 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/doclib/libs/devserver"
+	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/testkit"
 )
 
-// Token is the back-office token every test stack accepts.
-const Token = "e2e-token"
+// The back-office tokens every test stack accepts, and the names and roles
+// they stand for.
+const (
+	Token       = "e2e-token" // TokenName, editor
+	TokenName   = "e2e"
+	ViewerToken = "e2e-viewer-token" // ViewerName, viewer
+	ViewerName  = "e2e-viewer"
+)
+
+// IdentityKey is the key the stack's gateway signs callers with and its
+// services verify.
+const IdentityKey = "e2e-identity-key-0123456789abcdef012345"
 
 var (
 	binOnce sync.Once
@@ -70,19 +82,23 @@ func buildServices(t testing.TB) string {
 
 // Stack is one running system.
 type Stack struct {
-	t       testing.TB
-	URL     string // the gateway
-	addrs   map[string]string
-	env     map[string][]string
-	procs   map[string]*devserver.Process
-	natsSrv *server.Server
-	natsAt  string
-	natsDir string
-	logs    *testkit.Buffer
+	t        testing.TB
+	URL      string // the gateway's public listener
+	AdminURL string // the gateway's admin listener (/bo and everything public)
+	addrs    map[string]string
+	env      map[string][]string
+	procs    map[string]*devserver.Process
+	natsSrv  *server.Server
+	natsAt   string
+	natsDir  string
+	logs     *testkit.Buffer
 }
 
 // order is the start order; the gateway last.
 var order = []string{"taxonomy", "media", "catalog", "gateway"}
+
+// gatewayAdmin names the gateway's second address (its admin listener).
+const gatewayAdmin = "gateway-admin"
 
 // NewStack starts a full stack for t and stops it when t ends. extra holds
 // more environment per service (e.g. "gateway": {"PUBLIC_RATE_LIMIT=0"}).
@@ -93,7 +109,7 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 	s3 := testkit.MinIO(t)
 	name := testkit.UniqueName(t)
 	st := &Stack{t: t, addrs: map[string]string{}, env: map[string][]string{}, procs: map[string]*devserver.Process{}, logs: &testkit.Buffer{}}
-	for _, s := range order {
+	for _, s := range append(order, gatewayAdmin) {
 		addr, err := devserver.FreeAddr()
 		testkit.Must(t, err, "free port")
 		st.addrs[s] = addr
@@ -111,15 +127,20 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 		"catalog": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "cat", "NATS_URL=" + natsURL,
 			"TAXONOMY_URL=" + url("taxonomy"), "MEDIA_URL=" + url("media")},
 		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),
-			"BO_API_TOKENS=" + Token, "SHUTDOWN_DRAIN_DELAY=0s"},
+			"BO_API_TOKENS=" + TokenName + ":editor:" + Token + "," + ViewerName + ":viewer:" + ViewerToken,
+			"SHUTDOWN_DRAIN_DELAY=0s", "PUBLIC_ADDR=" + st.addrs["gateway"], "ADMIN_ADDR=" + st.addrs[gatewayAdmin]},
 	}
 	for _, s := range order {
-		st.env[s] = append(st.env[s], "HTTP_ADDR="+st.addrs[s], "LOG_LEVEL=info")
+		st.env[s] = append(st.env[s], "LOG_LEVEL=info", "IDENTITY_SIGNING_KEY="+IdentityKey)
+		if s != "gateway" {
+			st.env[s] = append(st.env[s], "HTTP_ADDR="+st.addrs[s])
+		}
 	}
 	for s, e := range extra { // last, so they win
 		st.env[s] = append(st.env[s], e...)
 	}
 	st.URL = url("gateway")
+	st.AdminURL = url(gatewayAdmin)
 	t.Cleanup(func() {
 		for i := len(order) - 1; i >= 0; i-- {
 			if p := st.procs[order[i]]; p != nil {
@@ -145,6 +166,12 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// SignAsGateway signs req as the stack's gateway would for the editor
+// TokenName, so it can be sent to a service's own port.
+func SignAsGateway(req *http.Request) {
+	proof.NewSigner([]byte(IdentityKey)).SignRequest(req, identity.Caller{Name: TokenName, Role: identity.Editor})
 }
 
 // ServiceURL is the base URL of service s of the stack, to reach it
@@ -260,7 +287,8 @@ func (p Problem) Fields() string {
 	return strings.Join(f, ",")
 }
 
-// Req sends a request to the gateway. A body that is a string is sent as
+// Req sends a request to the gateway: a /bo path to its admin listener,
+// anything else to its public one. A body that is a string is sent as
 // application/json unless headers say otherwise.
 func (st *Stack) Req(method, path string, body any, headers ...string) Response {
 	st.t.Helper()
@@ -278,7 +306,11 @@ func (st *Stack) Req(method, path string, body any, headers ...string) Response 
 		testkit.Must(st.t, err, "encode body")
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, st.URL+path, rd)
+	base := st.URL
+	if path == "/bo" || strings.HasPrefix(path, "/bo/") {
+		base = st.AdminURL
+	}
+	req, err := http.NewRequest(method, base+path, rd)
 	testkit.Must(st.t, err, "request")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -1,6 +1,7 @@
 package chartcheck
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,6 +59,13 @@ func TestRenders(t *testing.T) {
 			if _, ok := gw["BO_API_TOKENS"]; !ok {
 				t.Error("gateway has no BO_API_TOKENS with bo.tokens set")
 			}
+			bo := secret(t, m, "doclib-bo")
+			if got := string(bo.Data["bo-api-tokens"]); got != "ci-editor:editor:ci-only-token-0123456789abcdef-0123" {
+				t.Errorf("bo-api-tokens = %q, want NAME:ROLE:TOKEN", got)
+			}
+			if key := secret(t, m, "doclib-identity").Data["identity-signing-key"]; len(key) < 32 {
+				t.Errorf("the generated identity key has %d bytes, want 32 or more", len(key))
+			}
 		}},
 		{file: "hpa-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
 			wantCount(t, "HPAs", len(m.hpas), 4)
@@ -73,7 +81,7 @@ func TestRenders(t *testing.T) {
 				}
 			}
 		}},
-		{file: "networkpolicy-values.yaml", existing: []string{"doclib-mongodb", "doclib-minio", "doclib-bo"}, check: func(t *testing.T, m *manifests) {
+		{file: "networkpolicy-values.yaml", existing: []string{"doclib-mongodb", "doclib-minio", "doclib-bo", "doclib-identity-existing"}, check: func(t *testing.T, m *manifests) {
 			wantCount(t, "NetworkPolicies", len(m.netpols), 4)
 			wantCount(t, "PDBs (taxonomy has one replica)", len(m.pdbs), 3)
 			wantCount(t, "Secrets made by the chart", len(m.secrets), 0)
@@ -136,6 +144,20 @@ func TestRefusesWithoutCredentials(t *testing.T) {
 			t.Errorf("render without back-office credentials: error %v, want the chart's refusal", err)
 		}
 	}
+	bad := valuesFile(t, "default-values.yaml")
+	bad["bo"] = map[string]any{"tokens": []any{map[string]any{"name": "alice", "role": "admin", "token": "0123456789abcdef0123456789abcdef"}}}
+	if _, err := render(ch, bad); err == nil || !strings.Contains(err.Error(), "role") {
+		t.Errorf("a token with an unknown role: error %v, want a schema error", err)
+	}
+	bad["bo"] = map[string]any{"tokens": []any{map[string]any{"name": "alice", "role": "editor", "token": "short"}}}
+	if _, err := render(ch, bad); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Errorf("a short token: error %v, want a schema error", err)
+	}
+	bad = valuesFile(t, "default-values.yaml")
+	bad["gateway"] = map[string]any{"adminPort": 8080}
+	if _, err := render(ch, bad); err == nil || !strings.Contains(err.Error(), "adminPort must differ") {
+		t.Errorf("one port for both listeners: error %v, want the chart's refusal", err)
+	}
 	_, err := render(ch, map[string]any{"bo": map[string]any{"oidc": map[string]any{"issuerUrl": "https://id.example.com"}}})
 	if err == nil || !strings.Contains(err.Error(), "bo.oidc.audience is required") {
 		t.Errorf("OIDC issuer without audience: error %v, want a refusal naming bo.oidc.audience", err)
@@ -190,6 +212,7 @@ func checkCommon(t *testing.T, m *manifests, existingSecrets []string) {
 		}
 	}
 	checkIngresses(t, m)
+	checkIdentityKey(t, m)
 }
 
 func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
@@ -259,33 +282,78 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
 	}
 }
 
+// checkIngresses: two hosts, the public one on the gateway's public port
+// (never a /bo path), the admin one on its admin port.
 func checkIngresses(t *testing.T, m *manifests) {
 	t.Helper()
 	wantCount(t, "Ingresses", len(m.ingresses), 2)
-	paths := map[string]string{} // host -> path
+	ports := map[string]string{} // host -> Service port name
 	for _, ing := range m.ingresses {
 		if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName == "" {
 			t.Errorf("Ingress %s has no ingressClassName", ing.Name)
 		}
 		for _, r := range ing.Spec.Rules {
-			if r.HTTP == nil || len(r.HTTP.Paths) != 1 {
-				t.Errorf("Ingress %s host %s: want exactly one path", ing.Name, r.Host)
+			if r.HTTP == nil || len(r.HTTP.Paths) == 0 {
+				t.Errorf("Ingress %s host %s: no path", ing.Name, r.Host)
 				continue
 			}
-			p := r.HTTP.Paths[0]
-			if !strings.HasSuffix(p.Backend.Service.Name, "-gateway") {
-				t.Errorf("Ingress %s routes to %s, want the gateway", ing.Name, p.Backend.Service.Name)
+			for _, p := range r.HTTP.Paths {
+				if !strings.HasSuffix(p.Backend.Service.Name, "-gateway") {
+					t.Errorf("Ingress %s routes to %s, want the gateway", ing.Name, p.Backend.Service.Name)
+				}
+				port := p.Backend.Service.Port.Name
+				if prev, ok := ports[r.Host]; ok && prev != port {
+					t.Errorf("Ingress %s host %s routes to ports %s and %s, want one listener", ing.Name, r.Host, prev, port)
+				}
+				ports[r.Host] = port
+				if port == "http" && (p.Path == "/bo" || strings.HasPrefix(p.Path, "/bo/")) {
+					t.Errorf("public Ingress %s routes %s", ing.Name, p.Path)
+				}
 			}
-			paths[r.Host] = p.Path
 		}
 	}
 	var got []string
-	for _, p := range paths {
+	for _, p := range ports {
 		got = append(got, p)
 	}
 	sort.Strings(got)
-	if len(paths) != 2 || !slices.Equal(got, []string{"/bo", "/public"}) {
-		t.Errorf("Ingress hosts and paths %v: want two hosts, one routing /public and the other /bo", paths)
+	if len(ports) != 2 || !slices.Equal(got, []string{"admin", "http"}) {
+		t.Errorf("Ingress hosts and ports %v: want two hosts, one on the public port (http), the other on the admin port", ports)
+	}
+	gw := service(t, m, "gateway")
+	var names []string
+	for _, p := range gw.Spec.Ports {
+		names = append(names, fmt.Sprintf("%s:%d", p.Name, p.Port))
+	}
+	if !slices.Equal(names, []string{"http:8080", "admin:8090"}) {
+		t.Errorf("gateway Service ports %v, want http:8080 and admin:8090", names)
+	}
+	d := deployment(t, m, "gateway")
+	e := env(t, d)
+	if e["PUBLIC_ADDR"] != ":8080" || e["ADMIN_ADDR"] != ":8090" || e["HTTP_ADDR"] != "" {
+		t.Errorf("gateway env PUBLIC_ADDR %q ADMIN_ADDR %q HTTP_ADDR %q, want :8080, :8090 and none", e["PUBLIC_ADDR"], e["ADMIN_ADDR"], e["HTTP_ADDR"])
+	}
+}
+
+// checkIdentityKey: every service reads the same identity signing key.
+func checkIdentityKey(t *testing.T, m *manifests) {
+	t.Helper()
+	refs := map[string]bool{}
+	for _, d := range m.deployments {
+		var ref *corev1.SecretKeySelector
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "IDENTITY_SIGNING_KEY" && e.ValueFrom != nil {
+				ref = e.ValueFrom.SecretKeyRef
+			}
+		}
+		if ref == nil {
+			t.Errorf("%s has no IDENTITY_SIGNING_KEY from a Secret", d.Name)
+			continue
+		}
+		refs[ref.Name+"/"+ref.Key] = true
+	}
+	if len(refs) != 1 {
+		t.Errorf("the services read the identity key from %v, want one Secret key", refs)
 	}
 }
 
@@ -423,26 +491,41 @@ func isBlank(doc string) bool {
 	return true
 }
 
-func deployment(t *testing.T, m *manifests, svc string) *appsv1.Deployment {
+// named returns the object of items whose name matches, or fails t.
+func named[T interface{ GetName() string }](t *testing.T, items []T, what string, match func(name string) bool) T {
 	t.Helper()
-	for _, d := range m.deployments {
-		if strings.HasSuffix(d.Name, "-"+svc) {
-			return d
+	for _, o := range items {
+		if match(o.GetName()) {
+			return o
 		}
 	}
-	t.Fatalf("no Deployment for %s", svc)
-	return nil
+	var zero T
+	t.Fatalf("no %s", what)
+	return zero
+}
+
+func component(svc string) func(string) bool {
+	return func(name string) bool { return strings.HasSuffix(name, "-"+svc) }
+}
+
+func deployment(t *testing.T, m *manifests, svc string) *appsv1.Deployment {
+	t.Helper()
+	return named(t, m.deployments, "Deployment for "+svc, component(svc))
+}
+
+func service(t *testing.T, m *manifests, svc string) *corev1.Service {
+	t.Helper()
+	return named(t, m.services, "Service for "+svc, component(svc))
 }
 
 func netpol(t *testing.T, m *manifests, svc string) *networkingv1.NetworkPolicy {
 	t.Helper()
-	for _, np := range m.netpols {
-		if strings.HasSuffix(np.Name, "-"+svc) {
-			return np
-		}
-	}
-	t.Fatalf("no NetworkPolicy for %s", svc)
-	return nil
+	return named(t, m.netpols, "NetworkPolicy for "+svc, component(svc))
+}
+
+func secret(t *testing.T, m *manifests, name string) *corev1.Secret {
+	t.Helper()
+	return named(t, m.secrets, "Secret "+name, func(n string) bool { return n == name })
 }
 
 // env is the first container's plain environment (valueFrom entries map to "").

@@ -72,13 +72,18 @@ func (e *Env) Secret(key string) string {
 	return v
 }
 
-// Secrets returns the comma-separated values of key. They are never shown:
-// Attrs reports only how many there are.
-func (e *Env) Secrets(key string) []string {
-	v, _ := e.raw(key)
-	out := splitList(v)
-	e.show(key, fmt.Sprintf("%d value(s), masked", len(out)))
-	return out
+// OptionalSecret returns the value of key, or "" when unset, and never
+// shows it: Attrs reports only whether it is set. The value is taken as
+// written, apart from spaces and new lines at its ends (a Secret mounted
+// from a file usually ends with one); the caller validates the rest.
+func (e *Env) OptionalSecret(key string) string {
+	v, ok := e.raw(key)
+	if ok {
+		e.show(key, "set, masked")
+	} else {
+		e.show(key, "unset")
+	}
+	return v
 }
 
 // List returns the comma-separated values of key, or def when unset.

@@ -24,9 +24,12 @@ func TestEnvCollectsEveryProblem(t *testing.T) {
 }
 
 func TestEnvDefaultsAndSecrets(t *testing.T) {
-	e := FromMap(map[string]string{"TOKENS": "a, b,,c", "N": "7"})
-	if got := e.Secrets("TOKENS"); len(got) != 3 || got[1] != "b" {
-		t.Errorf("Secrets = %q, want [a b c]", got)
+	e := FromMap(map[string]string{"TOKENS": " a, b,,c\n", "N": "7"})
+	if got := e.OptionalSecret("TOKENS"); got != "a, b,,c" {
+		t.Errorf("OptionalSecret = %q, want the value without its outer spaces", got)
+	}
+	if got := e.OptionalSecret("UNSET"); got != "" {
+		t.Errorf("OptionalSecret of an unset variable = %q, want empty", got)
 	}
 	if got := e.Int("N", 1, 0, 10); got != 7 {
 		t.Errorf("Int = %d, want 7", got)

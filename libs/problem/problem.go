@@ -92,6 +92,10 @@ func Unauthorized(detail string) *Problem {
 	return New(http.StatusUnauthorized, "unauthorized", detail).With("WWW-Authenticate", `Bearer realm="bo"`)
 }
 
+// Forbidden is valid credentials without the right to do this (a viewer
+// writing).
+func Forbidden(detail string) *Problem { return New(http.StatusForbidden, "forbidden", detail) }
+
 func NotFound(detail string) *Problem { return New(http.StatusNotFound, "not_found", detail) }
 
 func Conflict(code, detail string) *Problem { return New(http.StatusConflict, code, detail) }

@@ -93,6 +93,12 @@ default
 {{- define "doclib.secretName.s3" -}}
 {{- .Values.s3.existingSecret | default (printf "%s-s3" (include "doclib.fullname" .)) }}
 {{- end }}
+{{- define "doclib.secretName.identity" -}}
+{{- .Values.identity.existingSecret | default (printf "%s-identity" (include "doclib.fullname" .)) }}
+{{- end }}
+{{- define "doclib.secretKey.identity" -}}
+{{- if .Values.identity.existingSecret }}{{ .Values.identity.existingSecretKey }}{{ else }}identity-signing-key{{ end }}
+{{- end }}
 {{- define "doclib.secretKey.bo" -}}
 {{- if .Values.bo.existingSecret }}{{ .Values.bo.existingSecretKey }}{{ else }}bo-api-tokens{{ end }}
 {{- end }}
@@ -113,7 +119,7 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- define "doclib.validate" -}}
 {{- $bo := .Values.bo }}
 {{- if not (or $bo.tokens $bo.existingSecret $bo.oidc.issuerUrl) }}
-{{- fail "\n\nbo: the back-office API (/bo) needs credentials and there is no default token.\nSet one of:\n  --set-json 'bo.tokens=[\"<a random token of 16+ characters>\"]'\n  --set bo.existingSecret=<Secret with key bo-api-tokens (comma-separated tokens)>\n  --set bo.oidc.issuerUrl=https://id.example.com --set bo.oidc.audience=doclib\n" }}
+{{- fail "\n\nbo: the back-office API (/bo) needs credentials and there is no default token.\nSet one of:\n  --set-json 'bo.tokens=[{\"name\":\"alice\",\"role\":\"editor\",\"token\":\"<32+ random characters>\"}]'\n  --set bo.existingSecret=<Secret with key bo-api-tokens: NAME:ROLE:TOKEN lines>\n  --set bo.oidc.issuerUrl=https://id.example.com --set bo.oidc.audience=doclib\n" }}
 {{- end }}
 {{- if and $bo.oidc.issuerUrl (not $bo.oidc.audience) }}
 {{- fail "bo.oidc.audience is required when bo.oidc.issuerUrl is set" }}
@@ -123,6 +129,9 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- end }}
 {{- if not (or .Values.s3.existingSecret (and .Values.s3.accessKey .Values.s3.secretKey)) }}
 {{- fail "s3: set s3.existingSecret (a Secret with the access and secret keys) or both s3.accessKey and s3.secretKey" }}
+{{- end }}
+{{- if eq (int .Values.gateway.port) (int .Values.gateway.adminPort) }}
+{{- fail "gateway.port and gateway.adminPort must differ: /bo is served on the admin listener only" }}
 {{- end }}
 {{- if and .Values.ingress.enabled .Values.adminIngress.enabled (eq .Values.ingress.host .Values.adminIngress.host) }}
 {{- fail "ingress.host and adminIngress.host must differ: the back-office is served on its own host" }}
@@ -149,7 +158,6 @@ secrets and the downward API come after, then extraEnv.
 {{- $svc := index $root.Values $name }}
 {{- $v := $root.Values }}
 {{- $plain := dict
-  "HTTP_ADDR" (printf ":%v" $svc.port)
   "LOG_LEVEL" $v.logLevel
   "SHUTDOWN_DRAIN_DELAY" (printf "%vs" $v.shutdown.drainDelaySeconds)
   "SHUTDOWN_TIMEOUT" (printf "%vs" $v.shutdown.timeoutSeconds)
@@ -160,6 +168,12 @@ secrets and the downward API come after, then extraEnv.
 {{- $attrs := list "k8s.namespace.name=$(POD_NAMESPACE)" "k8s.pod.name=$(POD_NAME)" }}
 {{- if $v.otel.resourceAttributes }}{{ $attrs = append $attrs $v.otel.resourceAttributes }}{{ end }}
 {{- $_ := set $plain "OTEL_RESOURCE_ATTRIBUTES" (join "," $attrs) }}
+{{- end }}
+{{- if eq $name "gateway" }}
+{{- $_ := set $plain "PUBLIC_ADDR" (printf ":%v" $svc.port) }}
+{{- $_ := set $plain "ADMIN_ADDR" (printf ":%v" $svc.adminPort) }}
+{{- else }}
+{{- $_ := set $plain "HTTP_ADDR" (printf ":%v" $svc.port) }}
 {{- end }}
 {{- if has $name (list "taxonomy" "catalog" "media") }}
 {{- $_ := set $plain "MONGODB_DATABASE" (index $v.mongodb.databases $name) }}
@@ -185,6 +199,7 @@ secrets and the downward API come after, then extraEnv.
 {{- if $v.bo.oidc.issuerUrl }}
 {{- $_ := set $plain "OIDC_ISSUER_URL" $v.bo.oidc.issuerUrl }}
 {{- $_ := set $plain "OIDC_AUDIENCE" $v.bo.oidc.audience }}
+{{- $_ := set $plain "OIDC_ROLE_CLAIM" $v.bo.oidc.roleClaim }}
 {{- end }}
 {{- end }}
 {{- range $k, $val := $svc.env }}
@@ -211,6 +226,11 @@ secrets and the downward API come after, then extraEnv.
 - name: {{ $k }}
   value: {{ $val | toString | quote }}
 {{- end }}
+- name: IDENTITY_SIGNING_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.identity" $root }}
+      key: {{ include "doclib.secretKey.identity" $root }}
 {{- if has $name (list "taxonomy" "catalog" "media") }}
 - name: MONGODB_URI
   valueFrom:

@@ -1,4 +1,4 @@
-{{/* One Ingress to the gateway: (dict "root" $ "ing" <values> "suffix" "public"). */}}
+{{/* One Ingress to one listener of the gateway: (dict "root" $ "ing" <values> "suffix" "public" "port" "http"). */}}
 {{- define "doclib.ingress" -}}
 {{- $gw := dict "root" .root "name" "gateway" }}
 apiVersion: networking.k8s.io/v1
@@ -23,11 +23,13 @@ spec:
     - host: {{ .ing.host | quote }}
       http:
         paths:
-          - path: {{ .ing.path }}
+          {{- range .ing.paths }}
+          - path: {{ . }}
             pathType: Prefix
             backend:
               service:
                 name: {{ include "doclib.componentName" $gw }}
                 port:
-                  name: http
+                  name: {{ $.port }}
+          {{- end }}
 {{- end }}

@@ -34,7 +34,8 @@ func main() {
 
 // Fixed loopback addresses of the development stack.
 const (
-	gatewayAddr  = "127.0.0.1:8080"
+	gatewayAddr  = "127.0.0.1:8080" // public listener
+	adminAddr    = "127.0.0.1:8090" // admin listener: /bo and everything public
 	taxonomyAddr = "127.0.0.1:8081"
 	catalogAddr  = "127.0.0.1:8082"
 	mediaAddr    = "127.0.0.1:8083"
@@ -42,7 +43,13 @@ const (
 	natsAddr     = "127.0.0.1:4222"
 	minioAddr    = "127.0.0.1:9000"
 	minioConsole = "127.0.0.1:9001"
-	devToken     = "dev-token"
+	// The back-office tokens of the development stack (BO_API_TOKENS
+	// replaces both), and the key the gateway signs callers with for the
+	// services (development only; a deployment sets its own secret).
+	devTokens   = "dev:editor:dev-token,dev-viewer:viewer:dev-viewer-token"
+	identityKey = "doclib-dev-identity-key-not-a-secret"
+	// The dev origins the browser back-office may call the admin listener from.
+	devOrigins = "http://localhost:5173,http://127.0.0.1:5173"
 )
 
 type stack struct {
@@ -75,12 +82,9 @@ func run(ctx context.Context) error {
 	}
 
 	mongoURI, natsURL, s3 := os.Getenv("MONGODB_URI"), os.Getenv("NATS_URL"), os.Getenv("S3_ENDPOINT")
-	token := os.Getenv("BO_API_TOKENS")
-	if token == "" {
-		token = devToken
-	}
+	tokens := envOr("BO_API_TOKENS", devTokens)
 	// Every address first, so a port in use stops us before anything starts.
-	addrs := []string{gatewayAddr, taxonomyAddr, catalogAddr, mediaAddr}
+	addrs := []string{gatewayAddr, adminAddr, taxonomyAddr, catalogAddr, mediaAddr}
 	if mongoURI == "" {
 		addrs = append(addrs, mongoAddr)
 	}
@@ -130,7 +134,8 @@ func run(ctx context.Context) error {
 		say("  MinIO (S3)                   http://" + minioAddr)
 	}
 
-	common := []string{"MONGODB_URI=" + mongoURI, "NATS_URL=" + natsURL, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info")}
+	common := []string{"MONGODB_URI=" + mongoURI, "NATS_URL=" + natsURL, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"),
+		"IDENTITY_SIGNING_KEY=" + identityKey}
 	services := []struct {
 		name, addr string
 		env        []string
@@ -140,7 +145,9 @@ func run(ctx context.Context) error {
 		{"catalog", catalogAddr, append([]string{"TAXONOMY_URL=http://" + taxonomyAddr, "MEDIA_URL=http://" + mediaAddr}, common...)},
 		{"gateway", gatewayAddr, []string{
 			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
-			"BO_API_TOKENS=" + token, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
+			"BO_API_TOKENS=" + tokens, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
+			"PUBLIC_ADDR=" + gatewayAddr, "ADMIN_ADDR=" + adminAddr, "IDENTITY_SIGNING_KEY=" + identityKey,
+			"CORS_ALLOWED_ORIGINS=" + envOr("CORS_ALLOWED_ORIGINS", devOrigins),
 		}},
 	}
 	// Every service inherits this environment (devserver.Start), so the
@@ -156,8 +163,11 @@ func run(ctx context.Context) error {
 	}
 	say("starting services")
 	for _, s := range services {
-		p, err := devserver.Start(s.name, filepath.Join(bin, s.name), nil,
-			append([]string{"HTTP_ADDR=" + s.addr}, s.env...), prefixed(s.name))
+		env := s.env
+		if s.name != "gateway" { // the gateway's two addresses are in its env
+			env = append([]string{"HTTP_ADDR=" + s.addr}, env...)
+		}
+		p, err := devserver.Start(s.name, filepath.Join(bin, s.name), nil, env, prefixed(s.name))
 		if err != nil {
 			return err
 		}
@@ -174,14 +184,15 @@ func run(ctx context.Context) error {
 	fmt.Printf(`
 ==================================================================
  Document library is running.
-   Public API:       http://%[1]s/public/...
-   Back-office API:  http://%[1]s/bo/...   (Authorization: Bearer %[2]s)
+   Public API:        http://%[1]s/public/...     (the mobile app's listener)
+   Back-office API:   http://%[2]s/bo/...         (admin listener; also serves /public)
+   Tokens:            %[3]s
    Try:  curl http://%[1]s/public/tags-categories
-         curl -H 'Authorization: Bearer %[2]s' http://%[1]s/bo/documents
- Services: taxonomy %[3]s, catalog %[4]s, media %[5]s
+         curl -H 'Authorization: Bearer dev-token' http://%[2]s/bo/documents
+ Services: taxonomy %[4]s, catalog %[5]s, media %[6]s
  Data in .data/ (delete it to start empty). Ctrl-C stops everything.
 ==================================================================
-`, gatewayAddr, token, taxonomyAddr, catalogAddr, mediaAddr)
+`, gatewayAddr, adminAddr, describeTokens(tokens), taxonomyAddr, catalogAddr, mediaAddr)
 
 	// Wait for Ctrl-C or for any child to die.
 	died := make(chan *devserver.Process, len(st.procs))
@@ -207,6 +218,15 @@ var gatewaySettings = []string{"PUBLIC_RATE_LIMIT", "PUBLIC_CACHE_TTL", "UPSTREA
 	"MEDIA_MAX_UPLOAD_SIZE", "OIDC_ISSUER_URL", "OIDC_AUDIENCE"}
 
 func say(s string) { fmt.Println(s) }
+
+// describeTokens shows the development tokens with their roles; tokens
+// given through BO_API_TOKENS are not printed.
+func describeTokens(tokens string) string {
+	if tokens != devTokens {
+		return "from BO_API_TOKENS (not shown)"
+	}
+	return "dev-token (editor), dev-viewer-token (viewer)"
+}
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {

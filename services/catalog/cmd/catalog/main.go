@@ -15,6 +15,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
@@ -48,6 +49,7 @@ type settings struct {
 	mongoURI    string
 	database    string
 	natsURL     string
+	identityKey []byte // verifies the gateway's signature of the caller on /bo
 	taxonomyURL *url.URL
 	mediaURL    *url.URL
 }
@@ -62,6 +64,7 @@ func load(env *config.Env) (settings, error) {
 		mongoURI:    env.Required("MONGODB_URI"),
 		database:    env.String("MONGODB_DATABASE", "catalog"),
 		natsURL:     env.Required("NATS_URL"),
+		identityKey: proof.LoadKey(env),
 		taxonomyURL: env.URL("TAXONOMY_URL", ""),
 		mediaURL:    env.URL("MEDIA_URL", ""),
 	}
@@ -102,6 +105,8 @@ func run(ctx context.Context) error {
 
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
+	// Before every route: /bo answers only requests the gateway signed.
+	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	stopReleasing := periodic.Start(ctx, log, "releasing stale holds", releaseEvery, func(ctx context.Context) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -9,19 +10,27 @@ import (
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/route"
 )
 
 // Config is every setting of the gateway, read once from the environment.
 type Config struct {
-	Server    httpx.ServerConfig
-	LogLevel  string
-	Upstreams map[route.Upstream]*url.URL
+	Server httpx.ServerConfig
+	// PublicAddr serves /public/**; AdminAddr serves /bo/** and everything
+	// public.
+	PublicAddr, AdminAddr string
+	LogLevel              string
+	Upstreams             map[route.Upstream]*url.URL
 
 	// BOTokens are the static API tokens of the back-office (secret).
-	BOTokens     []string
-	OIDCIssuer   string
-	OIDCAudience string
+	BOTokens      []auth.StaticToken
+	OIDCIssuer    string
+	OIDCAudience  string
+	OIDCRoleClaim string
+	AuthFailures  int64 // failed /bo authentications per minute per client; 0 disables the limit
+	IdentityKey   []byte
 
 	MaxUploadSize   int64
 	PublicRateLimit int64 // requests per second per client IP; 0 disables
@@ -39,24 +48,43 @@ func loadConfig(env *config.Env) Config {
 		// so whole-request and whole-response timeouts are long; headers
 		// (10s, set by httpx) and idle connections stay short.
 		Server: httpx.LoadServerConfig(env, httpx.ServerConfig{
-			Addr:        ":8080",
 			ReadTimeout: 30 * time.Minute, WriteTimeout: 30 * time.Minute,
 			IdleTimeout: 60 * time.Second, DrainDelay: 5 * time.Second,
 		}),
-		LogLevel: env.String("LOG_LEVEL", "info"),
+		PublicAddr: env.String("PUBLIC_ADDR", ":8080"),
+		AdminAddr:  env.String("ADMIN_ADDR", ":8090"),
+		LogLevel:   env.String("LOG_LEVEL", "info"),
 		Upstreams: map[route.Upstream]*url.URL{
 			route.Taxonomy: env.URL("TAXONOMY_URL", ""),
 			route.Catalog:  env.URL("CATALOG_URL", ""),
 			route.Media:    env.URL("MEDIA_URL", ""),
 		},
-		BOTokens:        env.Secrets("BO_API_TOKENS"),
 		OIDCIssuer:      env.String("OIDC_ISSUER_URL", ""),
 		OIDCAudience:    env.String("OIDC_AUDIENCE", ""),
+		OIDCRoleClaim:   env.String("OIDC_ROLE_CLAIM", "roles"),
+		AuthFailures:    env.Int("BO_AUTH_FAILURE_LIMIT", 60, 0, 1_000_000),
+		IdentityKey:     proof.LoadKey(env),
 		MaxUploadSize:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
 		PublicRateLimit: env.Int("PUBLIC_RATE_LIMIT", 100, 0, 1_000_000),
 		PublicCacheTTL:  env.Duration("PUBLIC_CACHE_TTL", 100*time.Millisecond),
 		UpstreamTimeout: env.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
 		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
+	}
+	if c.Server.Addr != "" {
+		env.Check("HTTP_ADDR", errors.New("is not read by the gateway: set PUBLIC_ADDR and ADMIN_ADDR"))
+	}
+	if c.PublicAddr == c.AdminAddr {
+		env.Check("ADMIN_ADDR", errors.New("must differ from PUBLIC_ADDR: /bo must not be served on the public listener"))
+	}
+	tokens, err := auth.ParseStaticTokens(env.OptionalSecret("BO_API_TOKENS"))
+	if err != nil {
+		env.Check("BO_API_TOKENS", fmt.Errorf("%w (the format is NAME:ROLE:TOKEN, comma- or line-separated; ROLE is viewer or editor)", err))
+	}
+	c.BOTokens = tokens
+	for name, u := range c.Upstreams {
+		if u != nil && u.Path != "" && u.Path != "/" {
+			env.Check(strings.ToUpper(string(name))+"_URL", errors.New("must have no path: the gateway forwards the contract's paths as they are"))
+		}
 	}
 	if c.PublicCacheTTL > 10*time.Second {
 		env.Check("PUBLIC_CACHE_TTL", errors.New("must be at most 10s: public reads would lag writes made through other gateway replicas by that much"))
@@ -64,12 +92,15 @@ func loadConfig(env *config.Env) Config {
 	if c.UpstreamTimeout == 0 {
 		env.Check("UPSTREAM_TIMEOUT", errors.New("must be more than 0"))
 	}
-	if len(c.BOTokens) == 0 && c.OIDCIssuer == "" {
+	if len(c.BOTokens) == 0 && c.OIDCIssuer == "" && err == nil {
 		env.Check("BO_API_TOKENS", errors.New("is required unless OIDC_ISSUER_URL is set: /bo must have a way to authenticate"))
 	}
 	if c.OIDCIssuer != "" {
 		if u, err := url.Parse(c.OIDCIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			env.Check("OIDC_ISSUER_URL", errors.New("is not an absolute http(s) URL"))
+		}
+		if strings.Trim(c.OIDCRoleClaim, ".") != c.OIDCRoleClaim || strings.Contains(c.OIDCRoleClaim, "..") {
+			env.Check("OIDC_ROLE_CLAIM", errors.New("must be a claim name, or a dotted path such as realm_access.roles"))
 		}
 		if c.OIDCAudience == "" {
 			env.Check("OIDC_AUDIENCE", errors.New("is required when OIDC_ISSUER_URL is set"))

@@ -14,7 +14,8 @@ func TestLoadConfig(t *testing.T) {
 	base := func() map[string]string {
 		return map[string]string{
 			"TAXONOMY_URL": "http://taxonomy:8080", "CATALOG_URL": "http://catalog:8080",
-			"MEDIA_URL": "http://media:8080", "BO_API_TOKENS": "tok-a, tok-b",
+			"MEDIA_URL": "http://media:8080", "BO_API_TOKENS": "alice:editor:tok-a-0123,ci:viewer:tok-b-0123",
+			"IDENTITY_SIGNING_KEY": "k-0123456789abcdef0123456789abcdef",
 		}
 	}
 	tests := []struct {
@@ -24,8 +25,8 @@ func TestLoadConfig(t *testing.T) {
 		check   func(t *testing.T, c Config)
 	}{
 		{name: "defaults", edit: func(map[string]string) {}, check: func(t *testing.T, c Config) {
-			if c.Server.Addr != ":8080" || c.Server.ReadTimeout != 30*time.Minute || c.Server.WriteTimeout != 30*time.Minute {
-				t.Errorf("server config = %+v, want :8080 with 30m read/write timeouts", c.Server)
+			if c.PublicAddr != ":8080" || c.AdminAddr != ":8090" || c.Server.ReadTimeout != 30*time.Minute || c.Server.WriteTimeout != 30*time.Minute {
+				t.Errorf("addresses %s %s, server config = %+v; want :8080, :8090 with 30m read/write timeouts", c.PublicAddr, c.AdminAddr, c.Server)
 			}
 			if c.MaxUploadSize != 104857600 || c.PublicRateLimit != 100 || c.UpstreamTimeout != 30*time.Second {
 				t.Errorf("limits = %d, %d, %v; want 104857600, 100, 30s", c.MaxUploadSize, c.PublicRateLimit, c.UpstreamTimeout)
@@ -33,7 +34,10 @@ func TestLoadConfig(t *testing.T) {
 			if c.PublicCacheTTL != 100*time.Millisecond {
 				t.Errorf("PublicCacheTTL = %v, want 100ms", c.PublicCacheTTL)
 			}
-			if len(c.BOTokens) != 2 || c.Upstreams[route.Media].Host != "media:8080" {
+			if c.OIDCRoleClaim != "roles" || c.AuthFailures != 60 {
+				t.Errorf("OIDC role claim %q, failure limit %d; want roles, 60", c.OIDCRoleClaim, c.AuthFailures)
+			}
+			if len(c.BOTokens) != 2 || c.BOTokens[1].Name != "ci" || c.BOTokens[1].Role != "viewer" || c.Upstreams[route.Media].Host != "media:8080" {
 				t.Errorf("tokens %d, media %v; want 2 tokens and media:8080", len(c.BOTokens), c.Upstreams[route.Media])
 			}
 		}},
@@ -44,6 +48,23 @@ func TestLoadConfig(t *testing.T) {
 			m["OIDC_ISSUER_URL"] = "https://id.example.com"
 			m["OIDC_AUDIENCE"] = "doclib"
 		}},
+		{name: "tokens in the old format", edit: func(m map[string]string) { m["BO_API_TOKENS"] = "tok-a-0123" },
+			wantErr: []string{"BO_API_TOKENS: entry 1 is not NAME:ROLE:TOKEN"}},
+		{name: "identity key missing", edit: func(m map[string]string) { delete(m, "IDENTITY_SIGNING_KEY") },
+			wantErr: []string{"IDENTITY_SIGNING_KEY: is required"}},
+		{name: "identity key too short", edit: func(m map[string]string) { m["IDENTITY_SIGNING_KEY"] = "short" },
+			wantErr: []string{"IDENTITY_SIGNING_KEY: must be at least 32 bytes"}},
+		{name: "one address for both listeners", edit: func(m map[string]string) { m["PUBLIC_ADDR"] = ":9000"; m["ADMIN_ADDR"] = ":9000" },
+			wantErr: []string{"ADMIN_ADDR"}},
+		{name: "HTTP_ADDR is not the gateway's", edit: func(m map[string]string) { m["HTTP_ADDR"] = ":8080" },
+			wantErr: []string{"HTTP_ADDR: is not read by the gateway"}},
+		{name: "upstream with a path", edit: func(m map[string]string) { m["CATALOG_URL"] = "http://catalog:8080/api" },
+			wantErr: []string{"CATALOG_URL: must have no path"}},
+		{name: "role claim path", edit: func(m map[string]string) {
+			m["OIDC_ISSUER_URL"] = "https://id.example.com"
+			m["OIDC_AUDIENCE"] = "doclib"
+			m["OIDC_ROLE_CLAIM"] = "realm_access..roles"
+		}, wantErr: []string{"OIDC_ROLE_CLAIM"}},
 		{name: "OIDC without audience", edit: func(m map[string]string) { m["OIDC_ISSUER_URL"] = "https://id.example.com" },
 			wantErr: []string{"OIDC_AUDIENCE"}},
 		{name: "every bad value named", edit: func(m map[string]string) {
@@ -72,7 +93,7 @@ func TestLoadConfig(t *testing.T) {
 				}
 			}
 			for _, a := range env.Attrs() {
-				if s, ok := a.(interface{ String() string }); ok && strings.Contains(s.String(), "tok-a") {
+				if s, ok := a.(interface{ String() string }); ok && (strings.Contains(s.String(), "tok-a") || strings.Contains(s.String(), "k-0123")) {
 					t.Errorf("a token is shown in the logged configuration: %s", s)
 				}
 			}

@@ -1,6 +1,8 @@
-// Command gateway is the document library's edge: it serves /public/** and
-// /bo/** by forwarding each route of the contract to the service that owns
-// it, and is the one place that authenticates /bo.
+// Command gateway is the document library's edge: it serves /public/** on
+// its public listener and /bo/** (plus everything public) on its admin
+// listener, by forwarding each route of the contract to the service that
+// owns it. It is the one place that authenticates /bo, and signs who is
+// calling for the services.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/gateway/internal/auth"
@@ -68,13 +71,18 @@ func run(ctx context.Context) (err error) {
 		verifiers = append(verifiers, auth.NewStatic(cfg.BOTokens))
 	}
 	if cfg.OIDCIssuer != "" {
-		o, err := auth.NewOIDC(ctx, cfg.OIDCIssuer, cfg.OIDCAudience)
+		o, err := auth.NewOIDC(ctx, cfg.OIDCIssuer, cfg.OIDCAudience, cfg.OIDCRoleClaim)
 		if err != nil {
 			return err
 		}
 		verifiers = append(verifiers, o)
 	}
-	authenticate, err := auth.Middleware(verifiers...)
+	var failures *ratelimit.Limiter
+	if cfg.AuthFailures > 0 {
+		perMinute := float64(cfg.AuthFailures)
+		failures = ratelimit.New(perMinute/60, int(cfg.AuthFailures), ratelimit.DefaultMaxClients)
+	}
+	authenticator, err := auth.New(failures, verifiers...)
 	if err != nil {
 		return err
 	}
@@ -101,12 +109,17 @@ func run(ctx context.Context) (err error) {
 		limiter = ratelimit.New(rps, int(2*cfg.PublicRateLimit), ratelimit.DefaultMaxClients)
 	}
 
-	engine, err := httpapi.New(httpapi.Deps{
-		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins, Auth: authenticate, Limiter: limiter,
+	engines, err := httpapi.New(httpapi.Deps{
+		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins,
+		Auth: authenticator, Signer: proof.NewSigner(cfg.IdentityKey), Limiter: limiter,
 		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {
 		return err
 	}
-	return httpx.Serve(ctx, log, cfg.Server, engine, health)
+	// Routes for operators only (/metrics) go on engines.Admin here.
+	return httpx.ServeListeners(ctx, log, cfg.Server, health,
+		httpx.Listener{Name: "public", Addr: cfg.PublicAddr, Handler: engines.Public},
+		httpx.Listener{Name: "admin", Addr: cfg.AdminAddr, Handler: engines.Admin},
+	)
 }

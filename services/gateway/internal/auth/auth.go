@@ -1,116 +1,137 @@
-// Package auth owns the authentication of the back-office: bearer tokens,
-// either one of the configured static API tokens or, when an OIDC issuer is
-// configured, a JWT signed by that issuer.
+// Package auth owns the authentication and the roles of the back-office:
+// bearer tokens, either one of the configured static API tokens (each with
+// a name and a role) or, when an OIDC issuer is configured, a JWT signed by
+// that issuer (name from sub, role from a configured claim); a viewer may
+// only read; a client that keeps failing to authenticate is slowed down.
 package auth
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
-	"fmt"
-	"strings"
+	"net/http"
+	"strconv"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/gin-gonic/gin"
 
-	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/services/gateway/internal/ratelimit"
 )
 
-// Verifier accepts or refuses a bearer token.
+// Verifier turns a bearer token into the caller it names.
 type Verifier interface {
-	Verify(ctx context.Context, token string) bool
+	// Verify returns the caller token names, or an error: ErrNotMine when
+	// the token is not of this verifier's kind (the next one is asked),
+	// an *Invalid (401) or a *NoRole (403).
+	Verify(ctx context.Context, token string) (identity.Caller, error)
 }
 
-// Static accepts the configured static API tokens. It keeps only their
-// SHA-256 sums, so the comparison time depends neither on the tokens'
-// lengths nor on where a presented token first differs.
-type Static struct {
-	sums [][sha256.Size]byte
-}
+// ErrNotMine says a verifier does not know the token; another may.
+var ErrNotMine = errors.New("not a token of this kind")
 
-// NewStatic returns a verifier for tokens.
-func NewStatic(tokens []string) *Static {
-	s := &Static{sums: make([][sha256.Size]byte, len(tokens))}
-	for i, t := range tokens {
-		s.sums[i] = sha256.Sum256([]byte(t))
-	}
-	return s
-}
+// Invalid is a token that does not authenticate anyone: 401.
+type Invalid struct{ Reason string }
 
-// Verify compares token with every configured token, without stopping at
-// the first match, so timing does not tell which one matched.
-func (s *Static) Verify(_ context.Context, token string) bool {
-	sum := sha256.Sum256([]byte(token))
-	match := 0
-	for i := range s.sums {
-		match |= subtle.ConstantTimeCompare(sum[:], s.sums[i][:])
-	}
-	return match == 1
-}
+func (e *Invalid) Error() string { return e.Reason }
 
-// OIDC accepts JWTs signed by an issuer's keys (fetched from its JWKS and
-// cached), carrying the configured audience, not expired.
-type OIDC struct {
-	verifier *oidc.IDTokenVerifier
-}
+// NoRole is a token that authenticates someone who has no role on /bo
+// (a JWT without a usable role claim): 403.
+type NoRole struct{ Reason string }
 
-// NewOIDC discovers issuer's configuration. It fails when the issuer cannot
-// be reached, so a misconfigured gateway does not start.
-func NewOIDC(ctx context.Context, issuer, audience string) (*OIDC, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	p, err := oidc.NewProvider(ctx, issuer)
-	if err != nil {
-		return nil, fmt.Errorf("discover OIDC issuer %s: %w", issuer, err)
-	}
-	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience})}, nil
-}
+func (e *NoRole) Error() string { return e.Reason }
 
-// Verify checks token's signature, issuer, audience and expiry.
-func (o *OIDC) Verify(ctx context.Context, token string) bool {
-	if strings.Count(token, ".") != 2 { // not a JWT: spare the parsing
-		return false
-	}
-	_, err := o.verifier.Verify(ctx, token)
-	return err == nil
-}
-
-// ErrNoVerifier is returned by Middleware without any verifier: /bo must
-// never be open.
+// ErrNoVerifier is returned by New without any verifier: /bo must never be
+// open.
 var ErrNoVerifier = errors.New("no way to authenticate /bo is configured")
 
-// Middleware answers 401 unless the request carries a bearer token one of
-// verifiers accepts. Tokens are never logged.
-func Middleware(verifiers ...Verifier) (gin.HandlerFunc, error) {
+// Authenticator decides who a /bo request comes from and whether that
+// caller may do it.
+type Authenticator struct {
+	verifiers []Verifier
+	failures  *ratelimit.Limiter
+}
+
+// New returns an Authenticator asking verifiers in order. failures, when
+// not nil, counts failed authentications per client: once a client's
+// bucket is empty, its /bo requests are 429 until it refills, before any
+// token is checked, so the answers stop telling a guesser anything.
+// Requests with a valid token take nothing from the bucket and never wait.
+func New(failures *ratelimit.Limiter, verifiers ...Verifier) (*Authenticator, error) {
 	if len(verifiers) == 0 {
 		return nil, ErrNoVerifier
 	}
-	return func(c *gin.Context) {
-		token, ok := bearer(c.GetHeader("Authorization"))
-		if !ok {
-			httpx.Fail(c, problem.Unauthorized("a bearer token is required"))
-			return
-		}
-		for _, v := range verifiers {
-			if v.Verify(c.Request.Context(), token) {
-				c.Next()
-				return
-			}
-		}
-		httpx.Fail(c, problem.Unauthorized("the bearer token is not valid"))
-	}, nil
+	return &Authenticator{verifiers: verifiers, failures: failures}, nil
 }
 
-// bearer extracts the token of an "Authorization: Bearer <token>" header;
-// the scheme is case-insensitive (RFC 9110 §11.1).
-func bearer(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+// Authenticate returns the caller of c's request, or the problem to answer
+// with (401, 403 or 429). Tokens are never logged or echoed.
+func (a *Authenticator) Authenticate(c *gin.Context) (identity.Caller, *problem.Problem) {
+	client := ratelimit.ClientKey(c.ClientIP())
+	if a.failures != nil {
+		if blocked, wait := a.failures.Blocked(client); blocked {
+			return identity.Caller{}, tooManyFailures(wait)
+		}
 	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	caller, p := a.verify(c.Request.Context(), c.Request.Header.Values("Authorization"))
+	if p != nil {
+		if p.Status == http.StatusUnauthorized && a.failures != nil && c.GetHeader("Authorization") != "" {
+			a.failures.Allow(client) // a try that counts; the next one may be refused
+		}
+		return identity.Caller{}, p
+	}
+	if !mayDo(caller.Role, c.Request.Method) {
+		return identity.Caller{}, problem.Forbidden(
+			"the role " + string(caller.Role) + " may only read (GET, HEAD); " + c.Request.Method + " needs the role editor")
+	}
+	return caller, nil
+}
+
+func (a *Authenticator) verify(ctx context.Context, headers []string) (identity.Caller, *problem.Problem) {
+	switch {
+	case len(headers) == 0:
+		return identity.Caller{}, problem.Unauthorized("a bearer token is required (Authorization: Bearer <token>)")
+	case len(headers) > 1:
+		return identity.Caller{}, problem.Unauthorized("the Authorization header is given more than once")
+	}
+	token, err := bearer(headers[0])
+	if err != nil {
+		return identity.Caller{}, problem.Unauthorized(err.Error())
+	}
+	for _, v := range a.verifiers {
+		caller, err := v.Verify(ctx, token)
+		var invalid *Invalid
+		var noRole *NoRole
+		switch {
+		case err == nil:
+			return caller, nil
+		case errors.Is(err, ErrNotMine):
+			continue
+		case errors.As(err, &invalid):
+			return identity.Caller{}, problem.Unauthorized(invalid.Reason)
+		case errors.As(err, &noRole):
+			return identity.Caller{}, problem.Forbidden(noRole.Reason)
+		default:
+			return identity.Caller{}, problem.Unauthorized("the bearer token is not valid")
+		}
+	}
+	return identity.Caller{}, problem.Unauthorized("the bearer token is not valid")
+}
+
+// mayDo reports whether role may send method on /bo (CONTRACT.md §5).
+func mayDo(role identity.Role, method string) bool {
+	switch role {
+	case identity.Editor:
+		return true
+	case identity.Viewer:
+		return method == http.MethodGet || method == http.MethodHead
+	default:
+		return false
+	}
+}
+
+func tooManyFailures(wait time.Duration) *problem.Problem {
+	return problem.New(http.StatusTooManyRequests, "rate_limited",
+		"too many failed authentications from this client; try again later").
+		With("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(wait)))
 }

@@ -5,110 +5,261 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/doclib/libs/identity"
 	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/ratelimit"
 )
+
+func init() { gin.SetMode(gin.TestMode) }
+
+func TestParseStaticTokens(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		raw     string
+		want    []auth.StaticToken
+		wantErr []string // substrings; none means valid
+	}{
+		{name: "comma-separated", raw: "alice:editor:tok-alice-1,ci:viewer:tok-ci-0001",
+			want: []auth.StaticToken{{"alice", identity.Editor, "tok-alice-1"}, {"ci", identity.Viewer, "tok-ci-0001"}}},
+		{name: "one per line, as a Secret file", raw: "alice:editor:tok-alice-1\nci:viewer:tok-ci-0001\n\n",
+			want: []auth.StaticToken{{"alice", identity.Editor, "tok-alice-1"}, {"ci", identity.Viewer, "tok-ci-0001"}}},
+		{name: "base64 token with padding", raw: "svc@example.org:editor:ab/c+d~e.f_g==",
+			want: []auth.StaticToken{{"svc@example.org", identity.Editor, "ab/c+d~e.f_g=="}}},
+		{name: "old format without name and role", raw: "tok-alice-1", wantErr: []string{"entry 1 is not NAME:ROLE:TOKEN"}},
+		{name: "unknown role", raw: "alice:admin:tok-alice-1", wantErr: []string{"entry 1 (alice): the role must be viewer or editor"}},
+		{name: "role of the wrong case", raw: "alice:Editor:tok-alice-1", wantErr: []string{"role must be viewer or editor"}},
+		{name: "trailing space", raw: "alice:editor:tok-alice-1 ,bob:viewer:tok-bob-0001", wantErr: []string{"entry 1 (alice): the token has spaces"}},
+		{name: "leading space", raw: "alice:editor: tok-alice-1", wantErr: []string{"spaces around it"}},
+		{name: "space inside", raw: "alice:editor:tok alice 1", wantErr: []string{"may hold only"}},
+		{name: "too short", raw: "alice:editor:short", wantErr: []string{"shorter than 8"}},
+		{name: "bad name", raw: "al ice:editor:tok-alice-1", wantErr: []string{"entry 1: the name must be"}},
+		{name: "same name twice", raw: "alice:editor:tok-alice-1,alice:viewer:tok-alice-2", wantErr: []string{"entry 2 (alice): the name is used twice"}},
+		{name: "same token twice", raw: "alice:editor:tok-alice-1,bob:viewer:tok-alice-1", wantErr: []string{"entry 2 (bob): the token is the same"}},
+		{name: "every error named", raw: "x:y:z,tok", wantErr: []string{"entry 1 (x): the role", "entry 1 (x): the token is shorter", "entry 2 is not"}},
+		{name: "empty", raw: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := auth.ParseStaticTokens(tt.raw)
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if len(got) != len(tt.want) {
+					t.Fatalf("got %d tokens, want %d", len(got), len(tt.want))
+				}
+				for i := range got {
+					if got[i] != tt.want[i] {
+						t.Errorf("token %d = %+v, want %+v", i, got[i], tt.want[i])
+					}
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one naming %q", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "tok-alice-1") {
+				t.Errorf("error %q shows a token", err)
+			}
+		})
+	}
+}
 
 func TestStatic(t *testing.T) {
 	t.Parallel()
+	v := auth.NewStatic([]auth.StaticToken{
+		{"alice", identity.Editor, "alpha-token"}, {"bob", identity.Viewer, "beta-token"}, {"carol", identity.Editor, "gamma-token"},
+	})
 	tests := []struct {
-		name   string
-		tokens []string
-		token  string
-		want   bool
+		name    string
+		token   string
+		want    identity.Caller
+		wantErr bool
 	}{
-		{"valid", []string{"s3cret-token"}, "s3cret-token", true},
-		{"invalid", []string{"s3cret-token"}, "s3cret-tokem", false},
-		{"prefix of a valid token", []string{"s3cret-token"}, "s3cret", false},
-		{"missing", []string{"s3cret-token"}, "", false},
-		{"first of several", []string{"alpha", "beta", "gamma"}, "alpha", true},
-		{"last of several", []string{"alpha", "beta", "gamma"}, "gamma", true},
-		{"none of several", []string{"alpha", "beta", "gamma"}, "delta", false},
-		{"no token configured", nil, "alpha", false},
+		{name: "first", token: "alpha-token", want: identity.Caller{Name: "alice", Role: identity.Editor}},
+		{name: "viewer", token: "beta-token", want: identity.Caller{Name: "bob", Role: identity.Viewer}},
+		{name: "last", token: "gamma-token", want: identity.Caller{Name: "carol", Role: identity.Editor}},
+		{name: "wrong case", token: "ALPHA-TOKEN", wantErr: true},
+		{name: "prefix", token: "alpha", wantErr: true},
+		{name: "longer", token: "alpha-token2", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := auth.NewStatic(tt.tokens).Verify(context.Background(), tt.token); got != tt.want {
-				t.Errorf("Verify(%q) with %d token(s) = %v, want %v", tt.token, len(tt.tokens), got, tt.want)
+			got, err := v.Verify(context.Background(), tt.token)
+			if tt.wantErr {
+				var invalid *auth.Invalid
+				if !errors.As(err, &invalid) {
+					t.Fatalf("Verify(%q) = %v, %v; want an *Invalid", tt.token, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("Verify(%q) = %+v, %v; want %+v", tt.token, got, err, tt.want)
 			}
 		})
 	}
+	if _, err := v.Verify(context.Background(), "a.b.c"); !errors.Is(err, auth.ErrNotMine) {
+		t.Errorf("a JWT-shaped unknown token: %v, want ErrNotMine (the OIDC verifier may know it)", err)
+	}
 }
 
-func TestMiddleware(t *testing.T) {
+// authenticate runs a's decision for one request and returns the status
+// (200 when accepted) and the accepted caller.
+func authenticate(t *testing.T, a *auth.Authenticator, method, clientIP string, header ...string) (int, identity.Caller, http.Header) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(rec)
+	c.Request = httptest.NewRequest(method, "/bo/x", nil)
+	c.Request.RemoteAddr = clientIP + ":1234"
+	for _, h := range header {
+		c.Request.Header.Add("Authorization", h)
+	}
+	caller, p := a.Authenticate(c)
+	if p != nil {
+		if caller != (identity.Caller{}) {
+			t.Errorf("a refusal names a caller: %+v", caller)
+		}
+		return p.Status, caller, p.Header
+	}
+	return http.StatusOK, caller, nil
+}
+
+func TestAuthenticate(t *testing.T) {
 	t.Parallel()
-	mw, err := auth.Middleware(auth.NewStatic([]string{"one", "two"}))
+	a, err := auth.New(nil, auth.NewStatic([]auth.StaticToken{
+		{"alice", identity.Editor, "editor-token"}, {"bob", identity.Viewer, "viewer-token"},
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := gin.New()
-	e.GET("/bo/x", mw, func(c *gin.Context) { c.Status(http.StatusNoContent) })
-
 	tests := []struct {
-		name   string
-		header string
-		want   int
+		name    string
+		method  string
+		headers []string
+		want    int
+		caller  string
 	}{
-		{"valid", "Bearer one", http.StatusNoContent},
-		{"second token", "Bearer two", http.StatusNoContent},
-		{"scheme case-insensitive", "bearer two", http.StatusNoContent},
-		{"invalid", "Bearer three", http.StatusUnauthorized},
-		{"missing", "", http.StatusUnauthorized},
-		{"basic scheme", "Basic b25lOg==", http.StatusUnauthorized},
-		{"empty token", "Bearer ", http.StatusUnauthorized},
+		{"editor writes", "DELETE", []string{"Bearer editor-token"}, 200, "alice"},
+		{"viewer reads", "GET", []string{"Bearer viewer-token"}, 200, "bob"},
+		{"viewer HEAD", "HEAD", []string{"Bearer viewer-token"}, 200, "bob"},
+		{"viewer writes", "POST", []string{"Bearer viewer-token"}, 403, ""},
+		{"viewer patches", "PATCH", []string{"Bearer viewer-token"}, 403, ""},
+		{"viewer deletes", "DELETE", []string{"Bearer viewer-token"}, 403, ""},
+		{"scheme case-insensitive", "GET", []string{"bearer editor-token"}, 200, "alice"},
+		{"several spaces after the scheme", "GET", []string{"Bearer   editor-token"}, 200, "alice"},
+		{"missing", "GET", nil, 401, ""},
+		{"unknown token", "GET", []string{"Bearer nope-nope-nope"}, 401, ""},
+		{"wrong case", "GET", []string{"Bearer EDITOR-TOKEN"}, 401, ""},
+		{"no-break space after", "GET", []string{"Bearer editor-token\u00a0"}, 401, ""},
+		{"space then more", "GET", []string{"Bearer editor-token x"}, 401, ""},
+		{"quoted", "GET", []string{`Bearer "editor-token"`}, 401, ""},
+		{"basic scheme", "GET", []string{"Basic ZWRpdG9yOg=="}, 401, ""},
+		{"scheme alone", "GET", []string{"Bearer"}, 401, ""},
+		{"empty token", "GET", []string{"Bearer "}, 401, ""},
+		{"two headers", "GET", []string{"Bearer editor-token", "Bearer viewer-token"}, 401, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			req := httptest.NewRequest(http.MethodGet, "/bo/x", nil)
-			if tt.header != "" {
-				req.Header.Set("Authorization", tt.header)
+			status, caller, h := authenticate(t, a, tt.method, "192.0.2.1", tt.headers...)
+			if status != tt.want || caller.Name != tt.caller {
+				t.Fatalf("status %d caller %q, want %d %q", status, caller.Name, tt.want, tt.caller)
 			}
-			rec := httptest.NewRecorder()
-			e.ServeHTTP(rec, req)
-			if rec.Code != tt.want {
-				t.Fatalf("status = %d, want %d", rec.Code, tt.want)
-			}
-			if tt.want == http.StatusUnauthorized {
-				if got := rec.Header().Get("WWW-Authenticate"); got == "" {
-					t.Error("401 without WWW-Authenticate header")
-				}
-				if got := rec.Header().Get("Content-Type"); got != "application/problem+json" {
-					t.Errorf("Content-Type = %q, want application/problem+json", got)
-				}
+			if status == 401 && h.Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
 			}
 		})
 	}
 }
 
-func TestMiddlewareRefusesNoVerifier(t *testing.T) {
+func TestNewRefusesNoVerifier(t *testing.T) {
 	t.Parallel()
-	if _, err := auth.Middleware(); err == nil {
-		t.Fatal("Middleware() without verifiers must fail so /bo is never open")
+	if _, err := auth.New(nil); err == nil {
+		t.Fatal("New() without verifiers must fail so /bo is never open")
 	}
 }
 
-func TestOIDC(t *testing.T) {
+func TestFailureLimit(t *testing.T) {
 	t.Parallel()
+	failures := ratelimit.New(1.0/60, 3, 100) // 3 failures, then one a minute
+	a, err := auth.New(failures, auth.NewStatic([]auth.StaticToken{{"alice", identity.Editor, "editor-token"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const attacker, other = "192.0.2.7", "198.51.100.9"
+
+	// Valid tokens never count, however many.
+	for range 50 {
+		if status, _, _ := authenticate(t, a, "GET", attacker, "Bearer editor-token"); status != 200 {
+			t.Fatalf("a valid token: status %d, want 200", status)
+		}
+	}
+	// Requests without credentials are not guesses.
+	for range 10 {
+		if status, _, _ := authenticate(t, a, "GET", attacker); status != 401 {
+			t.Fatalf("no credentials: status %d, want 401", status)
+		}
+	}
+	for i := range 3 {
+		if status, _, _ := authenticate(t, a, "GET", attacker, "Bearer wrong-token"); status != 401 {
+			t.Fatalf("failure %d: status %d, want 401", i+1, status)
+		}
+	}
+	status, _, h := authenticate(t, a, "GET", attacker, "Bearer wrong-token")
+	if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
+		t.Fatalf("failure past the budget: status %d Retry-After %q, want 429 with Retry-After", status, h.Get("Retry-After"))
+	}
+	// Once refused, even a right guess is refused: the answers tell a
+	// guesser nothing until the budget refills.
+	if status, _, _ := authenticate(t, a, "GET", attacker, "Bearer editor-token"); status != http.StatusTooManyRequests {
+		t.Errorf("a valid token from a refused client: status %d, want 429", status)
+	}
+	// Another client is not affected.
+	if status, _, _ := authenticate(t, a, "GET", other, "Bearer editor-token"); status != 200 {
+		t.Errorf("another client's valid token: status %d, want 200", status)
+	}
+	if status, _, _ := authenticate(t, a, "GET", other, "Bearer wrong-token"); status != 401 {
+		t.Errorf("another client's first failure: status %d, want 401", status)
+	}
+}
+
+// issuer is a local OIDC issuer: discovery, JWKS and a signer.
+type issuer struct {
+	url  string
+	key  *rsa.PrivateKey
+	t    *testing.T
+	keys []jose.JSONWebKey
+}
+
+func newIssuer(t *testing.T) *issuer {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	is := &issuer{key: key, t: t}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	is.url = srv.URL
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"issuer": srv.URL, "jwks_uri": srv.URL + "/keys",
@@ -121,50 +272,152 @@ func TestOIDC(t *testing.T) {
 			{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"},
 		}})
 	})
+	return is
+}
 
-	v, err := auth.NewOIDC(context.Background(), srv.URL, "doclib-bo")
+func (is *issuer) sign(k *rsa.PrivateKey, claims map[string]any) string {
+	is.t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: "k1"}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		is.t.Fatal(err)
+	}
+	payload, _ := json.Marshal(claims)
+	jws, err := s.Sign(payload)
+	if err != nil {
+		is.t.Fatal(err)
+	}
+	out, err := jws.CompactSerialize()
+	if err != nil {
+		is.t.Fatal(err)
+	}
+	return out
+}
+
+func TestOIDC(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewOIDC(context.Background(), is.url, "doclib-bo", "roles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := auth.NewOIDC(context.Background(), is.url, "doclib-bo", "realm_access.roles")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	sign := func(k *rsa.PrivateKey, claims map[string]any) string {
-		s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: "k1"}},
-			(&jose.SignerOptions{}).WithType("JWT"))
-		if err != nil {
-			t.Fatal(err)
+	claims := func(edit func(c map[string]any)) map[string]any {
+		c := map[string]any{"iss": is.url, "sub": "alice", "aud": "doclib-bo", "iat": now.Add(-time.Minute).Unix(),
+			"exp": now.Add(time.Hour).Unix(), "roles": []string{"other-app", "editor"}}
+		if edit != nil {
+			edit(c)
 		}
-		payload, _ := json.Marshal(claims)
-		jws, err := s.Sign(payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := jws.CompactSerialize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return c
 	}
-	claims := func(aud string, exp time.Time) map[string]any {
-		return map[string]any{"iss": srv.URL, "sub": "alice", "aud": aud, "iat": now.Add(-time.Minute).Unix(), "exp": exp.Unix()}
-	}
-
 	tests := []struct {
-		name  string
-		token string
-		want  bool
+		name     string
+		verifier *auth.OIDC
+		token    string
+		want     identity.Caller
+		wantErr  string // "invalid", "norole", "notmine"
+		reason   string
 	}{
-		{"valid", sign(key, claims("doclib-bo", now.Add(time.Hour))), true},
-		{"wrong audience", sign(key, claims("someone-else", now.Add(time.Hour))), false},
-		{"expired", sign(key, claims("doclib-bo", now.Add(-time.Hour))), false},
-		{"signed by another key", sign(other, claims("doclib-bo", now.Add(time.Hour))), false},
-		{"not a JWT", "dev-token", false},
+		{name: "editor in an array", verifier: v, token: is.sign(is.key, claims(nil)),
+			want: identity.Caller{Name: "alice", Role: identity.Editor}},
+		{name: "viewer as a string", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = "viewer" })),
+			want: identity.Caller{Name: "alice", Role: identity.Viewer}},
+		{name: "both: editor wins", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = []string{"viewer", "editor"} })),
+			want: identity.Caller{Name: "alice", Role: identity.Editor}},
+		{name: "nested claim", verifier: nested, token: is.sign(is.key, claims(func(c map[string]any) {
+			c["realm_access"] = map[string]any{"roles": []string{"viewer"}}
+		})), want: identity.Caller{Name: "alice", Role: identity.Viewer}},
+		{name: "role claim missing", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { delete(c, "roles") })),
+			wantErr: "norole", reason: "no roles claim"},
+		{name: "role claim a number", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = 7 })),
+			wantErr: "norole", reason: "string or an array of strings"},
+		{name: "role claim an array with a number", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = []any{"editor", 1} })),
+			wantErr: "norole", reason: "string or an array of strings"},
+		{name: "role claim an object", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = map[string]any{"editor": true} })),
+			wantErr: "norole", reason: "string or an array of strings"},
+		{name: "no known role", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = []string{"admin"} })),
+			wantErr: "norole", reason: "neither editor nor viewer"},
+		{name: "role of the wrong case", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = "Editor" })),
+			wantErr: "norole", reason: "neither editor nor viewer"},
+		{name: "nested claim missing", verifier: nested, token: is.sign(is.key, claims(nil)),
+			wantErr: "norole", reason: "no realm_access.roles claim"},
+		{name: "wrong audience", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["aud"] = "someone-else" })),
+			wantErr: "invalid", reason: "audience"},
+		{name: "expired", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })),
+			wantErr: "invalid", reason: "expired"},
+		{name: "another issuer", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["iss"] = "https://evil.example" })),
+			wantErr: "invalid", reason: "not valid"},
+		{name: "no subject", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { delete(c, "sub") })),
+			wantErr: "invalid", reason: "subject"},
+		{name: "signed by another key", verifier: v, token: is.sign(other, claims(nil)), wantErr: "invalid", reason: "not valid"},
+		{name: "not a JWT", verifier: v, token: "dev-token", wantErr: "notmine"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := v.Verify(context.Background(), tt.token); got != tt.want {
-				t.Errorf("Verify = %v, want %v", got, tt.want)
+			got, err := tt.verifier.Verify(context.Background(), tt.token)
+			var invalid *auth.Invalid
+			var noRole *auth.NoRole
+			switch tt.wantErr {
+			case "":
+				if err != nil || got != tt.want {
+					t.Fatalf("Verify = %+v, %v; want %+v", got, err, tt.want)
+				}
+				return
+			case "invalid":
+				if !errors.As(err, &invalid) {
+					t.Fatalf("Verify = %+v, %v; want an *Invalid (401)", got, err)
+				}
+			case "norole":
+				if !errors.As(err, &noRole) {
+					t.Fatalf("Verify = %+v, %v; want a *NoRole (403)", got, err)
+				}
+			case "notmine":
+				if !errors.Is(err, auth.ErrNotMine) {
+					t.Fatalf("Verify = %+v, %v; want ErrNotMine", got, err)
+				}
+			}
+			if !strings.Contains(err.Error(), tt.reason) {
+				t.Errorf("reason %q does not say %q", err, tt.reason)
 			}
 		})
+	}
+}
+
+// TestOIDCAndStaticTogether checks the order: a static token is found
+// first, a JWT goes on to the issuer, and a JWT without role is a 403.
+func TestOIDCAndStaticTogether(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	o, err := auth.NewOIDC(context.Background(), is.url, "doclib-bo", "roles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(nil, auth.NewStatic([]auth.StaticToken{{"ci", identity.Viewer, "ci-token-0001"}}), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	base := map[string]any{"iss": is.url, "sub": "alice", "aud": "doclib-bo", "exp": now.Add(time.Hour).Unix()}
+	withRole := map[string]any{"roles": "editor"}
+	for k, v := range base {
+		withRole[k] = v
+	}
+	if status, c, _ := authenticate(t, a, "POST", "192.0.2.1", "Bearer "+is.sign(is.key, withRole)); status != 200 || c.Name != "alice" || c.Role != identity.Editor {
+		t.Errorf("JWT editor: %d %+v", status, c)
+	}
+	if status, c, _ := authenticate(t, a, "GET", "192.0.2.1", "Bearer ci-token-0001"); status != 200 || c.Name != "ci" {
+		t.Errorf("static viewer: %d %+v", status, c)
+	}
+	if status, _, _ := authenticate(t, a, "GET", "192.0.2.1", "Bearer "+is.sign(is.key, base)); status != http.StatusForbidden {
+		t.Errorf("JWT without role: %d, want 403", status)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/gateway/internal/auth"
@@ -24,9 +26,13 @@ import (
 
 // Tokens the test gateway accepts on /bo.
 const (
-	token1 = "tok-first-0123456789"
-	token2 = "tok-second-0123456789"
+	token1      = "tok-first-0123456789"  // alice, editor
+	token2      = "tok-second-0123456789" // bob, editor
+	viewerToken = "tok-viewer-0123456789" // carol, viewer
 )
+
+// identityKey is the key the test gateway signs callers with.
+var identityKey = []byte("test-identity-key-0123456789abcdef")
 
 type options struct {
 	handlers        map[route.Upstream]http.Handler // default: echo
@@ -35,13 +41,15 @@ type options struct {
 	maxUpload       int64
 	upstreamTimeout time.Duration
 	cacheTTL        time.Duration // > 0 turns the micro-cache on
+	failures        *ratelimit.Limiter
 }
 
 type harness struct {
-	url     string
-	hits    map[route.Upstream]*atomic.Int64
-	logs    *testkit.Buffer // the gateway's logger
-	srvLogs *testkit.Buffer // net/http's own error log
+	url       string // the admin listener: /bo and everything public
+	publicURL string // the public listener
+	hits      map[route.Upstream]*atomic.Int64
+	logs      *testkit.Buffer // the gateway's logger
+	srvLogs   *testkit.Buffer // net/http's own error log
 }
 
 // start runs a gateway through the real engine in front of real upstream
@@ -88,22 +96,31 @@ func start(t *testing.T, o options) *harness {
 	if o.cacheTTL > 0 {
 		cache = microcache.New(o.cacheTTL, 1<<20, 1<<30)
 	}
-	authenticate, err := auth.Middleware(auth.NewStatic([]string{token1, token2}))
+	authenticator, err := auth.New(o.failures, auth.NewStatic([]auth.StaticToken{
+		{Name: "alice", Role: identity.Editor, Token: token1},
+		{Name: "bob", Role: identity.Editor, Token: token2},
+		{Name: "carol", Role: identity.Viewer, Token: viewerToken},
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := httpapi.New(httpapi.Deps{
-		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Auth: authenticate, Limiter: o.limiter,
+	engines, err := httpapi.New(httpapi.Deps{
+		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Limiter: o.limiter,
+		Auth: authenticator, Signer: proof.NewSigner(identityKey),
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := httptest.NewUnstartedServer(engine)
-	gw.Config.ErrorLog = log.New(h.srvLogs, "", 0)
-	gw.Start()
-	t.Cleanup(gw.Close)
-	h.url = gw.URL
+	serve := func(e http.Handler) string {
+		gw := httptest.NewUnstartedServer(e)
+		gw.Config.ErrorLog = log.New(h.srvLogs, "", 0)
+		gw.Start()
+		t.Cleanup(gw.Close)
+		return gw.URL
+	}
+	h.url = serve(engines.Admin)
+	h.publicURL = serve(engines.Public)
 	return h
 }
 

@@ -1,6 +1,10 @@
-// Package httpapi wires the gateway's Gin engine: health routes, the route
-// table, and per route the rate limit (public side), authentication
-// (back-office), body rules and the proxy to the owning service.
+// Package httpapi wires the gateway's two Gin engines, one per listener:
+// the public one (/public/**, never /bo/**) and the admin one (/bo/** and
+// everything public). Each has the health routes, the route table, and per
+// route the rate limit (public side), authentication and roles
+// (back-office, decided before the route is looked up, so an unknown /bo
+// path or method without credentials is 401), body rules and the proxy to
+// the owning service.
 package httpapi
 
 import (
@@ -9,10 +13,13 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
@@ -35,8 +42,11 @@ type Deps struct {
 	// request other than a read invalidates it.
 	Cache   *microcache.Cache
 	Origins map[route.Upstream]microcache.Origin
-	// Auth guards every /bo route.
-	Auth gin.HandlerFunc
+	// Auth guards every /bo path of the admin listener, known or not.
+	Auth Authenticator
+	// Signer signs the authenticated caller into the header the services
+	// trust (proof.Header).
+	Signer *proof.Signer
 	// Limiter limits /public per client IP; nil disables it.
 	Limiter *ratelimit.Limiter
 	// MaxUploadSize is the largest media file accepted, in bytes.
@@ -47,50 +57,138 @@ type Deps struct {
 	TrustedProxies []string
 }
 
-// New returns the gateway's engine.
-func New(d Deps) (*gin.Engine, error) {
-	if d.Auth == nil {
-		return nil, fmt.Errorf("httpapi: no authentication for /bo")
+// Engines are the gateway's two listeners.
+type Engines struct {
+	// Public serves /public/** and the health routes; /bo/** is 404 there,
+	// so a public ingress cannot reach the back-office even when its paths
+	// are misconfigured.
+	Public *gin.Engine
+	// Admin serves /bo/** and everything Public serves. Routes only an
+	// operator should reach (/metrics) are added to it.
+	Admin *gin.Engine
+}
+
+// Authenticator decides who a /bo request comes from, or answers it with
+// a problem (401, 403, 429).
+type Authenticator interface {
+	Authenticate(c *gin.Context) (identity.Caller, *problem.Problem)
+}
+
+// New returns the gateway's engines.
+func New(d Deps) (Engines, error) {
+	if d.Auth == nil || d.Signer == nil {
+		return Engines{}, fmt.Errorf("httpapi: no authentication for /bo")
 	}
-	e := httpx.NewEngine("gateway", d.Log)
+	public, err := newEngine(d, "public")
+	if err != nil {
+		return Engines{}, err
+	}
+	admin, err := newEngine(d, "admin")
+	if err != nil {
+		return Engines{}, err
+	}
+	public.Use(hideBackOffice)
+	admin.Use(guardBackOffice(d.Auth, d.Signer))
+	for _, e := range []*gin.Engine{public, admin} {
+		if d.Health != nil {
+			d.Health.Register(e)
+		}
+	}
+	cached := map[string]http.Handler{} // path -> its micro-cache, shared by GET and HEAD
+	for _, r := range route.Table() {
+		chain, err := routeChain(d, r, cached)
+		if err != nil {
+			return Engines{}, err
+		}
+		if !r.BackOffice() {
+			public.Handle(r.Method, r.Path, chain...)
+		}
+		admin.Handle(r.Method, r.Path, chain...)
+	}
+	return Engines{Public: public, Admin: admin}, nil
+}
+
+func newEngine(d Deps, listener string) (*gin.Engine, error) {
+	log := d.Log.With("listener", listener)
+	e := httpx.NewEngine("gateway", log)
 	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
-	e.Use(securityHeaders)
-	if d.Health != nil {
-		d.Health.Register(e)
-	}
-
-	cached := map[string]http.Handler{} // path -> its micro-cache, shared by GET and HEAD
-	for _, r := range route.Table() {
-		up, ok := d.Upstreams[r.Upstream]
-		if !ok {
-			return nil, fmt.Errorf("httpapi: no upstream %s for %s %s", r.Upstream, r.Method, r.Path)
-		}
-		var chain []gin.HandlerFunc
-		if r.Public() && d.Limiter != nil {
-			chain = append(chain, rateLimit(d.Limiter))
-		}
-		if r.BackOffice() {
-			chain = append(chain, d.Auth)
-			if !r.Read() && d.Cache != nil {
-				chain = append(chain, invalidate(d.Cache))
-			}
-		}
-		if r.MicroCached() && d.Cache != nil {
-			o, ok := d.Origins[r.Upstream]
-			if !ok {
-				return nil, fmt.Errorf("httpapi: no origin %s for the cached route %s", r.Upstream, r.Path)
-			}
-			if cached[r.Path] == nil {
-				cached[r.Path] = d.Cache.Route(o, up)
-			}
-			up = cached[r.Path]
-		}
-		chain = append(chain, bodyRules(r.Kind, d.MaxUploadSize), forward(up))
-		e.Handle(r.Method, r.Path, chain...)
-	}
+	e.Use(securityHeaders, dropForgedIdentity)
 	return e, nil
+}
+
+// routeChain is what serves route r: the rate limit on public routes, the
+// micro-cache's invalidation after a back-office write, the micro-cache on
+// the cached routes, body rules and the proxy.
+func routeChain(d Deps, r route.Route, cached map[string]http.Handler) ([]gin.HandlerFunc, error) {
+	up, ok := d.Upstreams[r.Upstream]
+	if !ok {
+		return nil, fmt.Errorf("httpapi: no upstream %s for %s %s", r.Upstream, r.Method, r.Path)
+	}
+	var chain []gin.HandlerFunc
+	if r.Public() && d.Limiter != nil {
+		chain = append(chain, rateLimit(d.Limiter))
+	}
+	if r.BackOffice() && !r.Read() && d.Cache != nil {
+		chain = append(chain, invalidate(d.Cache))
+	}
+	if r.MicroCached() && d.Cache != nil {
+		o, ok := d.Origins[r.Upstream]
+		if !ok {
+			return nil, fmt.Errorf("httpapi: no origin %s for the cached route %s", r.Upstream, r.Path)
+		}
+		if cached[r.Path] == nil {
+			cached[r.Path] = d.Cache.Route(o, up)
+		}
+		up = cached[r.Path]
+	}
+	return append(chain, bodyRules(r.Kind, d.MaxUploadSize), forward(up)), nil
+}
+
+// isBackOffice reports whether path is under /bo, whether or not a route
+// serves it.
+func isBackOffice(path string) bool {
+	return path == "/bo" || strings.HasPrefix(path, "/bo/")
+}
+
+// hideBackOffice answers 404 for every /bo path on the public listener, as
+// if the back-office did not exist there.
+func hideBackOffice(c *gin.Context) {
+	if isBackOffice(c.Request.URL.Path) {
+		httpx.Fail(c, problem.NotFound("no route "+c.Request.URL.Path))
+		return
+	}
+	c.Next()
+}
+
+// guardBackOffice authenticates every /bo path of the admin listener and
+// signs the caller for the service. It is engine-wide middleware, so it
+// also runs before Gin's 404 and 405 answers: a request without valid
+// credentials learns nothing about which paths and methods exist.
+func guardBackOffice(auth Authenticator, signer *proof.Signer) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !isBackOffice(c.Request.URL.Path) {
+			c.Next()
+			return
+		}
+		caller, p := auth.Authenticate(c)
+		if p != nil {
+			c.Writer.Header().Del("Allow") // set by Gin for a 405 that is not given
+			httpx.Fail(c, p)
+			return
+		}
+		c.Request = c.Request.WithContext(identity.With(c.Request.Context(), caller))
+		c.Request.Header.Set(proof.Header, signer.Sign(c.Request.Method, c.Request.URL.EscapedPath(), caller))
+		c.Next()
+	}
+}
+
+// dropForgedIdentity removes an identity header a client sent: only the
+// gateway's own signature may reach a service.
+func dropForgedIdentity(c *gin.Context) {
+	c.Request.Header.Del(proof.Header)
+	c.Next()
 }
 
 func securityHeaders(c *gin.Context) {

@@ -1,6 +1,7 @@
-// Package ratelimit owns the per-client rate limit of the public side: one
-// token bucket per client key (the client IP), kept in a bounded map whose
-// idle entries expire.
+// Package ratelimit owns the per-client rate limits: of the public side's
+// requests, and of failed back-office authentications. One token bucket
+// per client key (the client IP), kept in a bounded map whose idle entries
+// expire.
 package ratelimit
 
 import (
@@ -71,6 +72,23 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+// Blocked reports whether key's bucket is empty, without taking a token,
+// and if so how long until one is available. A key never seen is not
+// blocked.
+func (l *Limiter) Blocked(key string) (blocked bool, retryAfter time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, found := l.clients[key]
+	if !found {
+		return false, 0
+	}
+	if tokens := c.lim.TokensAt(now); tokens < 1 {
+		return true, time.Duration((1 - tokens) / float64(l.limit) * float64(time.Second))
+	}
+	return false, 0
 }
 
 // RetryAfterSeconds renders d as a Retry-After value: whole seconds, at

@@ -18,6 +18,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
@@ -49,14 +50,15 @@ func main() {
 }
 
 type settings struct {
-	server     httpx.ServerConfig
-	logLevel   string
-	mongoURI   string
-	database   string
-	catalogURL *url.URL
-	natsURL    string
-	s3         miniostore.Config
-	media      media.Config
+	server      httpx.ServerConfig
+	logLevel    string
+	mongoURI    string
+	database    string
+	catalogURL  *url.URL
+	natsURL     string
+	identityKey []byte // verifies the gateway's signature of the caller on /bo
+	s3          miniostore.Config
+	media       media.Config
 }
 
 func load(env *config.Env) (settings, error) {
@@ -66,11 +68,12 @@ func load(env *config.Env) (settings, error) {
 		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
 			Addr: ":8083", ReadTimeout: 30 * time.Minute, WriteTimeout: 30 * time.Minute, IdleTimeout: 120 * time.Second,
 		}),
-		logLevel:   env.String("LOG_LEVEL", "info"),
-		mongoURI:   env.Required("MONGODB_URI"),
-		database:   env.String("MONGODB_DATABASE", "media"),
-		catalogURL: env.URL("CATALOG_URL", ""),
-		natsURL:    env.Required("NATS_URL"),
+		logLevel:    env.String("LOG_LEVEL", "info"),
+		mongoURI:    env.Required("MONGODB_URI"),
+		database:    env.String("MONGODB_DATABASE", "media"),
+		catalogURL:  env.URL("CATALOG_URL", ""),
+		natsURL:     env.Required("NATS_URL"),
+		identityKey: proof.LoadKey(env),
 		s3: miniostore.Config{
 			Endpoint:  env.Required("S3_ENDPOINT"),
 			AccessKey: env.Required("S3_ACCESS_KEY"),
@@ -142,6 +145,8 @@ func run(ctx context.Context) error {
 
 	health := p.Health(map[string]httpx.Check{"s3": blobs.Ready})
 	engine := httpx.NewEngine(service, log)
+	// Before every route: /bo answers only requests the gateway signed.
+	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, store, log, relay.Nudge).Register(engine)

@@ -22,6 +22,8 @@ type (
 		fileMedia
 		CreatedAt string `json:"createdAt"`
 		UpdatedAt string `json:"updatedAt"`
+		CreatedBy string `json:"createdBy"`
+		UpdatedBy string `json:"updatedBy"`
 	}
 )
 
@@ -31,5 +33,6 @@ func toFileMedia(m media.Media) fileMedia {
 
 func toFileMediaAdmin(m media.Media) fileMediaAdmin {
 	return fileMediaAdmin{fileMedia: toFileMedia(m),
-		CreatedAt: httpx.FormatTime(m.CreatedAt), UpdatedAt: httpx.FormatTime(m.UpdatedAt)}
+		CreatedAt: httpx.FormatTime(m.CreatedAt), UpdatedAt: httpx.FormatTime(m.UpdatedAt),
+		CreatedBy: m.CreatedBy, UpdatedBy: m.UpdatedBy}
 }

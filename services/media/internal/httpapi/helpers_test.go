@@ -23,6 +23,8 @@ import (
 
 	"github.com/doclib/libs/devserver"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
@@ -118,6 +120,7 @@ func (a *api) replica() *api {
 
 func (a *api) engine(log *slog.Logger) http.Handler {
 	e := httpx.NewEngine("media", log)
+	e.Use(proof.Middleware(proof.NewVerifier(identityKey))) // as cmd/media wires it
 	httpapi.New(a.svc, a.store, log, func() { a.deleted++ }).Register(e)
 	return e
 }
@@ -162,7 +165,23 @@ func (r response) problem(t *testing.T, status int, code string) problemBody {
 	return p
 }
 
+// identityKey is the key the tests sign /bo requests with, as the gateway
+// would, for the caller uploader.
+var identityKey = []byte("media-test-identity-key-0123456789ab")
+
+const uploader = "uploader@example.org"
+
+// signAsGateway signs req as the gateway would for uploader.
+func signAsGateway(req *http.Request) {
+	proof.NewSigner(identityKey).SignRequest(req, identity.Caller{Name: uploader, Role: identity.Editor})
+}
+
+// serve sends req to the engine, signed as the gateway would for uploader
+// when it is a /bo request without a caller header of its own.
 func (a *api) serve(req *http.Request) response {
+	if strings.HasPrefix(req.URL.Path, "/bo/") && req.Header.Get(proof.Header) == "" {
+		signAsGateway(req)
+	}
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
 	return response{rec.Code, rec.Header(), rec.Body.Bytes()}
@@ -237,6 +256,8 @@ type adminMedia struct {
 	Size      int64  `json:"size"`
 	CreatedAt string `json:"createdAt"`
 	UpdatedAt string `json:"updatedAt"`
+	CreatedBy string `json:"createdBy"`
+	UpdatedBy string `json:"updatedBy"`
 }
 
 // mustUpload uploads content as the file part and returns the record.

@@ -15,6 +15,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/media/internal/media"
 )
@@ -34,6 +35,17 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 			t.Errorf("date %q is not RFC 3339 UTC with milliseconds", k)
 		}
 	}
+	if m.CreatedBy != uploader || m.UpdatedBy != uploader {
+		t.Errorf("createdBy %q, updatedBy %q; want the caller the gateway signed, %q", m.CreatedBy, m.UpdatedBy, uploader)
+	}
+	var listed []adminMedia
+	a.must("GET", "/bo/medias", http.StatusOK).json(t, &listed)
+	if len(listed) != 1 || listed[0].CreatedBy != uploader || listed[0].UpdatedBy != uploader {
+		t.Errorf("GET /bo/medias = %+v, want the record with createdBy and updatedBy %q", listed, uploader)
+	}
+	unsigned := httptest.NewRequest("GET", "/bo/medias", nil)
+	unsigned.Header.Set(proof.Header, "v1.0.editor.eA.x")
+	a.serve(unsigned).problem(t, http.StatusUnauthorized, "unauthorized")
 
 	for _, path := range []string{"/public/medias/", "/bo/medias/", "/internal/medias/"} {
 		r := a.get(path + m.ID + "/download")
@@ -387,6 +399,7 @@ func TestCutOffThroughRealServer(t *testing.T) {
 		_ = pw.CloseWithError(context.Canceled)
 	}()
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/bo/medias", pr)
+	signAsGateway(req)
 	req.Header.Set("Content-Type", ct)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()

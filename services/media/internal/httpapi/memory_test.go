@@ -117,6 +117,7 @@ func TestLargeUploadInBoundedMemory(t *testing.T) {
 		pw.CloseWithError(err)
 	}()
 	req, _ := http.NewRequest("POST", srv.URL+"/bo/medias", pr)
+	signAsGateway(req)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 
 	s := startSampler()

@@ -28,6 +28,11 @@ type Media struct {
 	SHA256    string // lower-case hex of the bytes
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// CreatedBy and UpdatedBy name the back-office caller who uploaded the
+	// file (identity.Name); a media is never changed after, so they are the
+	// same. Empty for records made before names were recorded.
+	CreatedBy string
+	UpdatedBy string
 	// Deleting is set on a record a deletion holds (Lookup only): it may
 	// still come back, if the deletion finds the media in use.
 	Deleting bool

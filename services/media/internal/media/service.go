@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/doclib/libs/identity"
 )
 
 // Defaults of the upload rules (CONTRACT.md §4).
@@ -85,7 +87,9 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 	}
 
 	now := s.now()
-	m := Media{ID: NewID(), Name: CleanName(filename), MimeType: mimeType, ObjectKey: newObjectKey(), CreatedAt: now, UpdatedAt: now}
+	by := identity.Name(ctx)
+	m := Media{ID: NewID(), Name: CleanName(filename), MimeType: mimeType, ObjectKey: newObjectKey(),
+		CreatedAt: now, UpdatedAt: now, CreatedBy: by, UpdatedBy: by}
 	in := &meter{r: br, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
 	if err := s.blobs.Put(ctx, m.ObjectKey, mimeType, in); err != nil {
 		s.removeObject(ctx, m.ObjectKey)

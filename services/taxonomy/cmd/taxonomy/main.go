@@ -14,6 +14,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/process"
@@ -34,11 +35,12 @@ func main() {
 }
 
 type settings struct {
-	server   httpx.ServerConfig
-	logLevel string
-	mongoURI string
-	database string
-	natsURL  string
+	server      httpx.ServerConfig
+	logLevel    string
+	mongoURI    string
+	database    string
+	natsURL     string
+	identityKey []byte // verifies the gateway's signature of the caller on /bo
 }
 
 func load(env *config.Env) (settings, error) {
@@ -46,10 +48,11 @@ func load(env *config.Env) (settings, error) {
 		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
 			Addr: ":8081", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		}),
-		logLevel: env.String("LOG_LEVEL", "info"),
-		mongoURI: env.Required("MONGODB_URI"),
-		database: env.String("MONGODB_DATABASE", "taxonomy"),
-		natsURL:  env.Required("NATS_URL"),
+		logLevel:    env.String("LOG_LEVEL", "info"),
+		mongoURI:    env.Required("MONGODB_URI"),
+		database:    env.String("MONGODB_DATABASE", "taxonomy"),
+		natsURL:     env.Required("NATS_URL"),
+		identityKey: proof.LoadKey(env),
 	}
 	return s, env.Err()
 }
@@ -86,6 +89,8 @@ func run(ctx context.Context) error {
 
 	health := p.Health(nil)
 	engine := httpx.NewEngine(service, log)
+	// Before every route: /bo answers only requests the gateway signed.
+	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(tag.NewService(store), store, relay.Nudge).Register(engine)

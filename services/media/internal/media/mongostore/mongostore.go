@@ -74,6 +74,8 @@ type mediaDoc struct {
 	SHA256     string     `bson:"sha256"`
 	CreatedAt  time.Time  `bson:"createdAt"`
 	UpdatedAt  time.Time  `bson:"updatedAt"`
+	CreatedBy  string     `bson:"createdBy,omitempty"`
+	UpdatedBy  string     `bson:"updatedBy,omitempty"`
 	DeletingAt *time.Time `bson:"deletingAt,omitempty"`
 	DeletingBy string     `bson:"deletingBy,omitempty"`
 	DeletedAt  *time.Time `bson:"deletedAt,omitempty"`
@@ -82,14 +84,15 @@ type mediaDoc struct {
 func toDoc(m media.Media) mediaDoc {
 	return mediaDoc{
 		ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, ObjectKey: m.ObjectKey, SHA256: m.SHA256,
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, CreatedBy: m.CreatedBy, UpdatedBy: m.UpdatedBy,
 	}
 }
 
 func (d mediaDoc) domain() media.Media {
 	return media.Media{
 		ID: d.ID, Name: d.Name, MimeType: d.MimeType, Size: d.Size, ObjectKey: d.ObjectKey, SHA256: d.SHA256,
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), Deleting: d.DeletingAt != nil,
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy,
+		Deleting: d.DeletingAt != nil,
 	}
 }
 
