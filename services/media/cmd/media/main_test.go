@@ -13,7 +13,7 @@ func TestLoad(t *testing.T) {
 	env := config.FromMap(map[string]string{
 		"MONGODB_URI": "mongodb://db/", "CATALOG_URL": "http://catalog:8082", "NATS_URL": "nats://nats:4222",
 		"S3_ENDPOINT": "minio:9000", "S3_ACCESS_KEY": "key", "S3_SECRET_KEY": "very-secret",
-		"MEDIA_ALLOWED_TYPES": "application/pdf, image/png",
+		"MEDIA_ALLOWED_TYPES": "application/pdf, image/png", "IDENTITY_SIGNING_KEY": "identity-key-0123456789abcdef-0123",
 	})
 	s, err := load(env)
 	if err != nil {
@@ -24,12 +24,12 @@ func TestLoad(t *testing.T) {
 		s.server.WriteTimeout != 30*time.Minute || s.server.ReadHeaderTimeout == 0 {
 		t.Errorf("settings %+v", s)
 	}
-	if shown := fmt.Sprint(env.Attrs()...); strings.Contains(shown, "very-secret") {
+	if shown := fmt.Sprint(env.Attrs()...); strings.Contains(shown, "very-secret") || strings.Contains(shown, "identity-key") {
 		t.Errorf("the start-up log shows the secret key: %s", shown)
 	}
 
 	_, err = load(config.FromMap(map[string]string{"S3_ENDPOINT": "http://minio:9000", "MEDIA_MAX_UPLOAD_SIZE": "0"}))
-	for _, key := range []string{"MONGODB_URI", "CATALOG_URL", "NATS_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MEDIA_MAX_UPLOAD_SIZE"} {
+	for _, key := range []string{"MONGODB_URI", "CATALOG_URL", "NATS_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MEDIA_MAX_UPLOAD_SIZE", "IDENTITY_SIGNING_KEY"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("error %v should name %s", err, key)
 		}
