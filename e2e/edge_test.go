@@ -103,6 +103,28 @@ func TestEdgeListenersAndRoles(t *testing.T) {
 		}
 	})
 
+	t.Run("CORS", func(t *testing.T) {
+		pre := get(st.AdminURL, "OPTIONS", "/bo/documents", "Origin", BackOfficeOrigin,
+			"Access-Control-Request-Method", "PATCH", "Access-Control-Request-Headers", "authorization,content-type,if-none-match")
+		if pre.Status != 204 || pre.Header.Get("Access-Control-Allow-Origin") != BackOfficeOrigin ||
+			!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Authorization") || pre.Header.Get("Access-Control-Max-Age") == "" {
+			t.Errorf("admin preflight: %d %v", pre.Status, pre.Header)
+		}
+		bad := get(st.AdminURL, "OPTIONS", "/bo/documents", "Origin", "https://evil.example", "Access-Control-Request-Method", "DELETE")
+		if bad.Status != 403 || bad.Problem(t).Code != "forbidden" || bad.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight from another origin: %d %v", bad.Status, bad.Header)
+		}
+		r := get(st.AdminURL, "GET", "/bo/documents", "Origin", BackOfficeOrigin, "Authorization", "Bearer "+Token)
+		if r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != BackOfficeOrigin ||
+			!strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "ETag") {
+			t.Errorf("admin GET from the back-office origin: %d %v", r.Status, r.Header)
+		}
+		r = get(st.URL, "GET", "/public/tags-categories", "Origin", "https://anything.example")
+		if r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("public GET from any origin: %d %v", r.Status, r.Header)
+		}
+	})
+
 	t.Run("media records who uploaded them", func(t *testing.T) {
 		id := st.Upload("guide.pdf", []byte("%PDF-1.4\n%edge test\n"))
 		var list []struct{ ID, CreatedBy, UpdatedBy string }

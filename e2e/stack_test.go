@@ -36,6 +36,10 @@ const (
 	ViewerName  = "e2e-viewer"
 )
 
+// BackOfficeOrigin is the origin a browser back-office may call the
+// stack's admin listener from.
+const BackOfficeOrigin = "http://localhost:5173"
+
 // IdentityKey is the key the stack's gateway signs callers with and its
 // services verify.
 const IdentityKey = "e2e-identity-key-0123456789abcdef012345"
@@ -128,7 +132,8 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 			"TAXONOMY_URL=" + url("taxonomy"), "MEDIA_URL=" + url("media")},
 		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),
 			"BO_API_TOKENS=" + TokenName + ":editor:" + Token + "," + ViewerName + ":viewer:" + ViewerToken,
-			"SHUTDOWN_DRAIN_DELAY=0s", "PUBLIC_ADDR=" + st.addrs["gateway"], "ADMIN_ADDR=" + st.addrs[gatewayAdmin]},
+			"SHUTDOWN_DRAIN_DELAY=0s", "PUBLIC_ADDR=" + st.addrs["gateway"], "ADMIN_ADDR=" + st.addrs[gatewayAdmin],
+			"CORS_ALLOWED_ORIGINS=" + BackOfficeOrigin},
 	}
 	for _, s := range order {
 		st.env[s] = append(st.env[s], "LOG_LEVEL=info", "IDENTITY_SIGNING_KEY="+IdentityKey)

@@ -12,6 +12,7 @@ import (
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/crossorigin"
 	"github.com/doclib/services/gateway/internal/route"
 )
 
@@ -39,6 +40,8 @@ type Config struct {
 	PublicCacheTTL  time.Duration
 	UpstreamTimeout time.Duration
 	TrustedProxies  []string
+	// CORSOrigins may call the admin listener from a browser.
+	CORSOrigins []string
 }
 
 // loadConfig reads the gateway's settings; env.Err reports every invalid one.
@@ -69,6 +72,7 @@ func loadConfig(env *config.Env) Config {
 		PublicCacheTTL:  env.Duration("PUBLIC_CACHE_TTL", 100*time.Millisecond),
 		UpstreamTimeout: env.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
 		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
+		CORSOrigins:     env.List("CORS_ALLOWED_ORIGINS", nil),
 	}
 	if c.Server.Addr != "" {
 		env.Check("HTTP_ADDR", errors.New("is not read by the gateway: set PUBLIC_ADDR and ADMIN_ADDR"))
@@ -85,6 +89,9 @@ func loadConfig(env *config.Env) Config {
 		if u != nil && u.Path != "" && u.Path != "/" {
 			env.Check(strings.ToUpper(string(name))+"_URL", errors.New("must have no path: the gateway forwards the contract's paths as they are"))
 		}
+	}
+	if _, err := crossorigin.ParseOrigins(c.CORSOrigins); err != nil {
+		env.Check("CORS_ALLOWED_ORIGINS", err)
 	}
 	if c.PublicCacheTTL > 10*time.Second {
 		env.Check("PUBLIC_CACHE_TTL", errors.New("must be at most 10s: public reads would lag writes made through other gateway replicas by that much"))

@@ -60,6 +60,15 @@ func TestLoadConfig(t *testing.T) {
 			wantErr: []string{"HTTP_ADDR: is not read by the gateway"}},
 		{name: "upstream with a path", edit: func(m map[string]string) { m["CATALOG_URL"] = "http://catalog:8080/api" },
 			wantErr: []string{"CATALOG_URL: must have no path"}},
+		{name: "CORS origins", edit: func(m map[string]string) { m["CORS_ALLOWED_ORIGINS"] = "http://localhost:5173, https://bo.example.org" },
+			check: func(t *testing.T, c Config) {
+				if len(c.CORSOrigins) != 2 || c.CORSOrigins[1] != "https://bo.example.org" {
+					t.Errorf("CORSOrigins = %q", c.CORSOrigins)
+				}
+			}},
+		{name: "bad CORS origins", edit: func(m map[string]string) {
+			m["CORS_ALLOWED_ORIGINS"] = "*,https://bo.example.org/,bo.example.org,https://BO.example.org,https://x.org/app"
+		}, wantErr: []string{"* is not allowed", "no trailing slash", `"bo.example.org" is not an origin`, "lower case", `"https://x.org/app" is not an origin`}},
 		{name: "role claim path", edit: func(m map[string]string) {
 			m["OIDC_ISSUER_URL"] = "https://id.example.com"
 			m["OIDC_AUDIENCE"] = "doclib"

@@ -112,7 +112,7 @@ func run(ctx context.Context) (err error) {
 	engines, err := httpapi.New(httpapi.Deps{
 		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins,
 		Auth: authenticator, Signer: proof.NewSigner(cfg.IdentityKey), Limiter: limiter,
-		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies,
+		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins,
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ type options struct {
 	upstreamTimeout time.Duration
 	cacheTTL        time.Duration // > 0 turns the micro-cache on
 	failures        *ratelimit.Limiter
+	corsOrigins     []string
 }
 
 type harness struct {
@@ -107,7 +108,7 @@ func start(t *testing.T, o options) *harness {
 	engines, err := httpapi.New(httpapi.Deps{
 		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Limiter: o.limiter,
 		Auth: authenticator, Signer: proof.NewSigner(identityKey),
-		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil),
+		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil), CORSOrigins: o.corsOrigins,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/services/gateway/internal/crossorigin"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
@@ -52,6 +53,9 @@ type Deps struct {
 	// MaxUploadSize is the largest media file accepted, in bytes.
 	MaxUploadSize int64
 	Health        *httpx.Health
+	// CORSOrigins may call the admin listener from a browser; the public
+	// listener lets any origin read.
+	CORSOrigins []string
 	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-For
 	// is believed when finding the client IP; empty trusts none.
 	TrustedProxies []string
@@ -87,8 +91,10 @@ func New(d Deps) (Engines, error) {
 	if err != nil {
 		return Engines{}, err
 	}
-	public.Use(hideBackOffice)
-	admin.Use(guardBackOffice(d.Auth, d.Signer))
+	// Preflights carry no credentials: CORS answers them before the
+	// back-office guard.
+	public.Use(hideBackOffice, crossorigin.Public().Middleware)
+	admin.Use(crossorigin.Admin(d.CORSOrigins).Middleware, guardBackOffice(d.Auth, d.Signer))
 	for _, e := range []*gin.Engine{public, admin} {
 		if d.Health != nil {
 			d.Health.Register(e)
