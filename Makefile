@@ -14,7 +14,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 HELM_VERSION  := v3.22.0
 # Workspace modules (go.work) as package patterns, e.g. github.com/doclib/libs/...
 MODULES     = $(shell $(GO) list -m -f '{{.Path}}/...')
-GO_DIRS    := libs services e2e tools charts deploy
+GO_DIRS    := api libs services e2e tools charts deploy
 CHART      := charts/doclib
 # Modules of their own, outside go.work, that check the deployment files:
 # the Helm chart rendered (Helm, client-go) and compose.yaml (compose-go).
@@ -22,22 +22,24 @@ CHECKS     := charts/chartcheck deploy/composecheck
 
 export DOCLIB_BIN_DIR := $(BIN)
 
-.PHONY: help dev test lint tools build bench bench-tools clean-data helm-lint
+.PHONY: help dev test lint tools build bench bench-tools clean-data helm-lint docs-assets browser
 
 help:
-	@echo "make dev    run the whole stack on 127.0.0.1:8080 (Ctrl-C stops it)"
+	@echo "make dev    run the whole stack on 127.0.0.1 (public :8080, admin :8090; Ctrl-C stops it)"
 	@echo "make test   gofmt, go vet, every test (race detector on), helm lint and the chart and compose checks"
 	@echo "make bench  the benchmarks (figures written under bench/)"
 
 dev: tools build
 	@$(BIN)/devstack
 
-test: tools lint helm-lint
-	$(GO) test -race -count=1 -timeout 20m $(MODULES)
+# DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
+# when Chromium is missing (the browser target installs it).
+test: tools lint helm-lint browser
+	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
 	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
-lint:
+lint: docs-assets
 	@out=$$(gofmt -l $(GO_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	cd tools && GOWORK=off $(GO) vet ./...
@@ -57,7 +59,7 @@ $(BIN)/minio:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@echo ">> MinIO built"
 
-build:
+build: docs-assets
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 
@@ -89,3 +91,24 @@ clean-data:
 	rm -rf .data
 
 FORCE:
+
+# The /docs page's renderer (Swagger UI), pinned with its integrity hash in
+# api/docs/package-lock.json, is copied into api/docs/dist, which the gateway
+# embeds at build time (nothing is fetched at run time). Install scripts are
+# not run (the package's only dependency is an install-time analytics hook).
+DOCS_DIR := api/docs
+docs-assets: $(DOCS_DIR)/dist/swagger-ui-bundle.js
+
+$(DOCS_DIR)/dist/swagger-ui-bundle.js: $(DOCS_DIR)/package.json $(DOCS_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo ">> installing npm (Debian package)"; \
+	  apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
+	@echo ">> vendoring the /docs renderer (npm ci, pinned by api/docs/package-lock.json)"
+	@cd $(DOCS_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+	@cp $(DOCS_DIR)/node_modules/swagger-ui-dist/swagger-ui.css $(DOCS_DIR)/node_modules/swagger-ui-dist/LICENSE \
+	  $(DOCS_DIR)/node_modules/swagger-ui-dist/NOTICE $(DOCS_DIR)/dist/
+	@cp $(DOCS_DIR)/node_modules/swagger-ui-dist/swagger-ui-bundle.js $@
+
+# Chromium (Debian package) for the test that opens /docs in a browser.
+browser:
+	@command -v chromium >/dev/null || { echo ">> installing chromium (Debian package) for the /docs browser test"; \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }

@@ -186,6 +186,7 @@ func run(ctx context.Context) error {
  Document library is running.
    Public API:        http://%[1]s/public/...     (the mobile app's listener)
    Back-office API:   http://%[2]s/bo/...         (admin listener; also serves /public)
+   API reference:     http://%[1]s/docs
    Tokens:            %[3]s
    Try:  curl http://%[1]s/public/tags-categories
          curl -H 'Authorization: Bearer dev-token' http://%[2]s/bo/documents

@@ -25,6 +25,7 @@ import (
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
+	"github.com/doclib/services/gateway/internal/reference"
 	"github.com/doclib/services/gateway/internal/route"
 )
 
@@ -109,10 +110,15 @@ func run(ctx context.Context) (err error) {
 		limiter = ratelimit.New(rps, int(2*cfg.PublicRateLimit), ratelimit.DefaultMaxClients)
 	}
 
+	ref, err := reference.Load()
+	if err != nil {
+		return err
+	}
 	engines, err := httpapi.New(httpapi.Deps{
 		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins,
 		Auth: authenticator, Signer: proof.NewSigner(cfg.IdentityKey), Limiter: limiter,
 		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins,
+		Reference: ref,
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
+	"github.com/doclib/services/gateway/internal/reference"
 	"github.com/doclib/services/gateway/internal/route"
 )
 
@@ -105,10 +106,15 @@ func start(t *testing.T, o options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ref, err := reference.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	engines, err := httpapi.New(httpapi.Deps{
 		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Limiter: o.limiter,
 		Auth: authenticator, Signer: proof.NewSigner(identityKey),
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil), CORSOrigins: o.corsOrigins,
+		Reference: ref,
 	})
 	if err != nil {
 		t.Fatal(err)

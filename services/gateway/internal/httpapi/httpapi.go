@@ -25,6 +25,7 @@ import (
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
 	"github.com/doclib/services/gateway/internal/ratelimit"
+	"github.com/doclib/services/gateway/internal/reference"
 	"github.com/doclib/services/gateway/internal/route"
 )
 
@@ -53,6 +54,9 @@ type Deps struct {
 	// MaxUploadSize is the largest media file accepted, in bytes.
 	MaxUploadSize int64
 	Health        *httpx.Health
+	// Reference serves /openapi.json, /openapi.yaml and /docs on both
+	// listeners; nil leaves them out.
+	Reference *reference.Reference
 	// CORSOrigins may call the admin listener from a browser; the public
 	// listener lets any origin read.
 	CORSOrigins []string
@@ -98,6 +102,9 @@ func New(d Deps) (Engines, error) {
 	for _, e := range []*gin.Engine{public, admin} {
 		if d.Health != nil {
 			d.Health.Register(e)
+		}
+		if d.Reference != nil {
+			d.Reference.Register(e)
 		}
 	}
 	cached := map[string]http.Handler{} // path -> its micro-cache, shared by GET and HEAD
