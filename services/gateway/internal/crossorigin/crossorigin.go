@@ -93,6 +93,7 @@ func (p *Policy) Middleware(c *gin.Context) {
 			// rs/cors canonicalises the names (Etag); keep the usual spelling.
 			h.Set("Access-Control-Expose-Headers", exposed)
 		}
+		c.Writer = &varyWriter{ResponseWriter: c.Writer}
 		c.Next()
 		return
 	}
@@ -143,4 +144,64 @@ func ParseOrigins(list []string) ([]string, error) {
 		}
 	}
 	return list, errors.Join(errs...)
+}
+
+// varyWriter writes the Vary header as one line. rs/cors adds "Origin"
+// before the answer is made, the answer adds "Accept-Encoding" (a
+// rendering, or the service's, copied by the proxy); two lines mean the
+// same to HTTP, but a client reading one value (Header.Get) would see
+// only "Origin".
+type varyWriter struct {
+	gin.ResponseWriter
+	merged bool
+}
+
+func (w *varyWriter) merge() {
+	if w.merged {
+		return
+	}
+	w.merged = true
+	h := w.Header()
+	v := h["Vary"]
+	if len(v) < 2 {
+		return
+	}
+	var names []string
+	origin := false
+	for _, line := range v {
+		for _, n := range strings.Split(line, ",") {
+			n = strings.TrimSpace(n)
+			switch {
+			case n == "":
+			case strings.EqualFold(n, "Origin"):
+				origin = true
+			case !slices.ContainsFunc(names, func(s string) bool { return strings.EqualFold(s, n) }):
+				names = append(names, n)
+			}
+		}
+	}
+	if origin {
+		names = append(names, "Origin")
+	}
+	h["Vary"] = []string{strings.Join(names, ", ")}
+}
+
+func (w *varyWriter) WriteHeader(code int) {
+	w.merge()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *varyWriter) WriteHeaderNow() {
+	w.merge()
+	w.ResponseWriter.WriteHeaderNow()
+}
+
+func (w *varyWriter) Write(b []byte) (int, error) {
+	w.merge()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *varyWriter) WriteString(s string) (int, error) {
+	w.merge()
+	return w.ResponseWriter.WriteString(s)
 }

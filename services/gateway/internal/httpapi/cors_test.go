@@ -188,3 +188,20 @@ func TestCORSMicroCached(t *testing.T) {
 		hasAll(t, res.Header, "Access-Control-Expose-Headers", "ETag")
 	}
 }
+
+// TestVaryIsOneLine checks Origin joins the answer's own Vary in one line.
+func TestVaryIsOneLine(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{handlers: map[route.Upstream]http.Handler{route.Taxonomy: http.HandlerFunc(
+		func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Vary", "Accept-Encoding")
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			_, _ = w.Write([]byte(`[]`))
+		})}})
+	for _, origin := range []string{"", "https://app.example"} {
+		res := send(t, h.publicURL, "GET", "/public/tags-categories", "Origin", origin)
+		if v := res.Header.Values("Vary"); len(v) != 1 || v[0] != "Accept-Encoding, Origin" {
+			t.Errorf("Origin %q: Vary %q, want one line %q", origin, v, "Accept-Encoding, Origin")
+		}
+	}
+}

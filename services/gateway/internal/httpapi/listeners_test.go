@@ -32,12 +32,12 @@ func send(t *testing.T, base, method, path string, headers ...string) *http.Resp
 
 func bearerOf(token string) string { return "Bearer " + token }
 
-// backOfficeRoutes returns every /bo route of the table with its :id
-// filled in.
+// backOfficeRoutes returns every /bo route of the table but HEAD (the GET
+// beside it says the same, with a body to check) with its :id filled in.
 func backOfficeRoutes() []route.Route {
 	var out []route.Route
 	for _, r := range route.Table() {
-		if r.BackOffice() {
+		if r.BackOffice() && r.Method != http.MethodHead {
 			r.Path = strings.ReplaceAll(r.Path, ":id", "x1")
 			out = append(out, r)
 		}
