@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/telemetry"
 )
@@ -72,9 +73,12 @@ func carryTraceContext(c *gin.Context) {
 	c.Next()
 }
 
+// notProbe reports whether c is a request of a client, not a probe or a
+// metrics scrape: those are left out of traces, access logs and the
+// request metrics.
 func notProbe(c *gin.Context) bool {
 	p := c.Request.URL.Path
-	return p != "/healthz" && p != "/readyz"
+	return p != "/healthz" && p != "/readyz" && p != metrics.Path
 }
 
 // Fail answers c with p and stops the handler chain.

@@ -42,7 +42,7 @@ var statusLabels = func() [600]string {
 // client gone mid-stream (recovery re-panics) is counted with the status
 // already sent.
 func measure(c *gin.Context) {
-	if !notProbe(c) || c.Request.URL.Path == metrics.Path {
+	if !notProbe(c) {
 		c.Next()
 		return
 	}
