@@ -8,10 +8,15 @@ import (
 	"time"
 )
 
-// scrape returns the /metrics text of service s.
+// scrape returns the /metrics text of service s (the gateway's admin
+// listener for "gateway").
 func scrape(t *testing.T, st *Stack, s string) string {
 	t.Helper()
-	res, err := http.Get(st.ServiceURL(s) + "/metrics")
+	base := st.ServiceURL(s)
+	if s == "gateway" {
+		base = st.AdminURL
+	}
+	res, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatalf("%s /metrics: %v", s, err)
 	}
@@ -26,7 +31,8 @@ func scrape(t *testing.T, st *Stack, s string) string {
 	return string(body)
 }
 
-// Every service serves /metrics on its own port (CONTRACT.md §11): HTTP
+// Every service serves /metrics on its own port, the gateway on its admin
+// listener only (CONTRACT.md §7, §11): HTTP
 // requests under the OpenTelemetry names by route and status, the outbox
 // backlog, and events published, applied, retried and dead-lettered.
 func TestMetrics(t *testing.T) {
@@ -54,6 +60,10 @@ func TestMetrics(t *testing.T) {
 			`doclib_outbox_pending_events{collection="medias"}`,
 			"go_goroutines ",
 		},
+		"gateway": {
+			`http_server_request_duration_seconds_count{http_request_method="DELETE",http_response_status_code="204",http_route="/bo/tags/:id"} 1`,
+			`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/public/documents/:id/detail"}`,
+		},
 	}
 	for s, lines := range want {
 		out := scrape(t, st, s)
@@ -65,5 +75,9 @@ func TestMetrics(t *testing.T) {
 		if strings.Contains(out, `http_route="/readyz"`) {
 			t.Errorf("%s /metrics counts its readiness probes", s)
 		}
+	}
+	// Never on the gateway's public listener (CONTRACT.md §7).
+	if r := st.Req("GET", "/metrics", nil); r.Status != http.StatusNotFound {
+		t.Errorf("/metrics on the public listener: %d, want 404", r.Status)
 	}
 }

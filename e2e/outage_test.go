@@ -17,11 +17,16 @@ import (
 // routes that need the part degrade as the table says, the others work,
 // and a service that starts during the outage starts and is ready.
 
-// allReady fails t unless every process of st answers /readyz with 200.
+// allReady fails t unless every process of st answers /readyz with 200
+// (the gateway on both listeners).
 func allReady(t *testing.T, st *Stack, during string) {
 	t.Helper()
+	urls := map[string]string{"gateway admin": st.AdminURL}
 	for _, s := range order {
-		res, err := http.Get(st.ServiceURL(s) + "/readyz")
+		urls[s] = st.ServiceURL(s)
+	}
+	for s, u := range urls {
+		res, err := http.Get(u + "/readyz")
 		if err != nil {
 			t.Errorf("%s: %s /readyz: %v", during, s, err)
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
@@ -123,7 +124,9 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	// Routes for operators only (/metrics) go on engines.Admin here.
+	// Routes for operators only go on the admin listener, never the public
+	// one (CONTRACT.md §7).
+	metrics.Register(engines.Admin)
 	return httpx.ServeListeners(ctx, log, cfg.Server, health,
 		httpx.Listener{Name: "public", Addr: cfg.PublicAddr, Handler: engines.Public},
 		httpx.Listener{Name: "admin", Addr: cfg.AdminAddr, Handler: engines.Admin},
