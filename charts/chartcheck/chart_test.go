@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -32,6 +33,9 @@ var services = []string{"gateway", "taxonomy", "catalog", "media"}
 
 // manifests is one render, decoded.
 type manifests struct {
+	pods        []*corev1.Pod // helm test hooks
+	monitors    []*monitoringv1.ServiceMonitor
+	rules       []*monitoringv1.PrometheusRule
 	deployments []*appsv1.Deployment
 	services    []*corev1.Service
 	ingresses   []*networkingv1.Ingress
@@ -53,7 +57,7 @@ func TestRenders(t *testing.T) {
 	}{
 		{file: "default-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
 			wantCount(t, "HPAs", len(m.hpas), 0)
-			wantCount(t, "NetworkPolicies", len(m.netpols), 0)
+			wantCount(t, "NetworkPolicies (on by default)", len(m.netpols), 4)
 			wantCount(t, "PDBs", len(m.pdbs), 4)
 			gw := env(t, deployment(t, m, "gateway"))
 			if _, ok := gw["BO_API_TOKENS"]; !ok {
@@ -85,7 +89,6 @@ func TestRenders(t *testing.T) {
 			wantCount(t, "NetworkPolicies", len(m.netpols), 4)
 			wantCount(t, "PDBs (taxonomy has one replica)", len(m.pdbs), 3)
 			wantCount(t, "Secrets made by the chart", len(m.secrets), 0)
-			checkNetworkPolicies(t, m)
 			for _, d := range m.deployments {
 				if e := env(t, d); e["OTEL_EXPORTER_OTLP_ENDPOINT"] == "" {
 					t.Errorf("%s has no OTEL_EXPORTER_OTLP_ENDPOINT with otel.endpoint set", d.Name)
@@ -105,7 +108,6 @@ func TestRenders(t *testing.T) {
 					t.Errorf("Secret %s made with OIDC only", s.Name)
 				}
 			}
-			checkNetworkPolicies(t, m)
 			gp := netpol(t, m, "gateway")
 			if !slices.ContainsFunc(gp.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool { return hasPort(r.Ports, 443) }) {
 				t.Error("the gateway's NetworkPolicy does not let it reach the OIDC issuer (443)")
@@ -213,6 +215,8 @@ func checkCommon(t *testing.T, m *manifests, existingSecrets []string) {
 	}
 	checkIngresses(t, m)
 	checkIdentityKey(t, m)
+	checkHelmTest(t, m)
+	checkNetworkPolicies(t, m)
 }
 
 func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
@@ -221,9 +225,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Errorf("%s: automountServiceAccountToken is not false", d.Name)
 	}
-	psc := pod.SecurityContext
-	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
-		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+	if psc := pod.SecurityContext; !restrictedPod(psc) {
 		t.Errorf("%s: pod securityContext %+v is not restricted (non-root 65532, seccomp RuntimeDefault)", d.Name, psc)
 	}
 	tmp := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "tmp" && v.EmptyDir != nil })
@@ -246,12 +248,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
 		if c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 			t.Errorf("%s: readiness on %s, want /readyz", where, c.ReadinessProbe.HTTPGet.Path)
 		}
-		sc := c.SecurityContext
-		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
-			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
-			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
-			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		if sc := c.SecurityContext; !restricted(sc) {
 			t.Errorf("%s: container securityContext %+v is not restricted", where, sc)
 		}
 		if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.Name == "tmp" && v.MountPath == "/tmp" }) {
@@ -284,6 +281,22 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {
 
 // checkIngresses: two hosts, the public one on the gateway's public port
 // (never a /bo path), the admin one on its admin port.
+// restrictedPod: the pod-level part of Pod Security "restricted".
+func restrictedPod(psc *corev1.PodSecurityContext) bool {
+	return psc != nil && psc.RunAsNonRoot != nil && *psc.RunAsNonRoot && psc.RunAsUser != nil && *psc.RunAsUser == 65532 &&
+		psc.SeccompProfile != nil && psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+}
+
+// restricted: a container under Pod Security "restricted", with a
+// read-only root filesystem.
+func restricted(sc *corev1.SecurityContext) bool {
+	return sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot &&
+		sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation &&
+		sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem &&
+		sc.Capabilities != nil && slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) &&
+		sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault
+}
+
 func checkIngresses(t *testing.T, m *manifests) {
 	t.Helper()
 	wantCount(t, "Ingresses", len(m.ingresses), 2)
@@ -357,40 +370,6 @@ func checkIdentityKey(t *testing.T, m *manifests) {
 	}
 }
 
-func checkNetworkPolicies(t *testing.T, m *manifests) {
-	t.Helper()
-	for _, np := range m.netpols {
-		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
-			t.Errorf("NetworkPolicy %s: policyTypes %v, want Ingress and Egress", np.Name, np.Spec.PolicyTypes)
-		}
-		dns := slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
-			return hasPortProto(r.Ports, 53, corev1.ProtocolUDP) && hasPortProto(r.Ports, 53, corev1.ProtocolTCP)
-		})
-		if !dns {
-			t.Errorf("NetworkPolicy %s does not allow DNS on 53/UDP and 53/TCP", np.Name)
-		}
-	}
-	// Only the ingress controller reaches the gateway; only gateway and
-	// catalog reach taxonomy.
-	gw := netpol(t, m, "gateway")
-	if len(gw.Spec.Ingress) != 1 || len(gw.Spec.Ingress[0].From) != 1 || gw.Spec.Ingress[0].From[0].NamespaceSelector == nil {
-		t.Errorf("gateway ingress %+v: want only the ingress controller's namespace/pods", gw.Spec.Ingress)
-	}
-	tx := netpol(t, m, "taxonomy")
-	var from []string
-	for _, r := range tx.Spec.Ingress {
-		for _, p := range r.From {
-			if p.PodSelector != nil {
-				from = append(from, p.PodSelector.MatchLabels["app.kubernetes.io/component"])
-			}
-		}
-	}
-	sort.Strings(from)
-	if !slices.Equal(from, []string{"catalog", "gateway"}) {
-		t.Errorf("taxonomy accepts traffic from %v, want catalog and gateway", from)
-	}
-}
-
 func loadChart(t *testing.T) *chart.Chart {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
@@ -432,7 +411,7 @@ var docSep = regexp.MustCompile(`(?m)^---\s*$`)
 // fails the test.
 func decode(t *testing.T, out map[string]string) *manifests {
 	t.Helper()
-	dec := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	dec := serializer.NewCodecFactory(kinds, serializer.EnableStrict).UniversalDeserializer()
 	m := &manifests{}
 	names := make([]string, 0, len(out))
 	for n := range out {
@@ -458,8 +437,27 @@ func decode(t *testing.T, out map[string]string) *manifests {
 	return m
 }
 
+// kinds are the kinds the chart may render: Kubernetes' own and
+// prometheus-operator's.
+var kinds = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := monitoringv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
 func (m *manifests) add(t *testing.T, file string, obj runtime.Object) {
 	switch o := obj.(type) {
+	case *corev1.Pod:
+		m.pods = append(m.pods, o)
+	case *monitoringv1.ServiceMonitor:
+		m.monitors = append(m.monitors, o)
+	case *monitoringv1.PrometheusRule:
+		m.rules = append(m.rules, o)
 	case *appsv1.Deployment:
 		m.deployments = append(m.deployments, o)
 	case *corev1.Service:

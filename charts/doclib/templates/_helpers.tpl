@@ -133,6 +133,10 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- if eq (int .Values.gateway.port) (int .Values.gateway.adminPort) }}
 {{- fail "gateway.port and gateway.adminPort must differ: /bo is served on the admin listener only" }}
 {{- end }}
+{{- $gw := .Values.gateway }}
+{{- if and .Values.ingress.enabled (ne (toString (dig "PUBLIC_RATE_LIMIT" "100" $gw.env)) "0") (not $gw.trustedProxies) (not (dig "TRUSTED_PROXIES" "" $gw.env)) }}
+{{- fail "\n\ngateway.trustedProxies: the public ingress is on, and so is the rate limit per client IP.\nWithout TRUSTED_PROXIES the gateway sees one client, the ingress controller's pod, and every\nmobile user shares its bucket. Set the ingress controllers' pod addresses (usually the pod CIDR):\n  --set-json 'gateway.trustedProxies=[\"10.244.0.0/16\"]'\nor turn the limit off (e.g. when the ingress limits per client):\n  --set-string gateway.env.PUBLIC_RATE_LIMIT=0\n" }}
+{{- end }}
 {{- if and .Values.ingress.enabled .Values.adminIngress.enabled (eq .Values.ingress.host .Values.adminIngress.host) }}
 {{- fail "ingress.host and adminIngress.host must differ: the back-office is served on its own host" }}
 {{- end }}
@@ -201,6 +205,9 @@ secrets and the downward API come after, then extraEnv.
 {{- $_ := set $plain "OIDC_AUDIENCE" $v.bo.oidc.audience }}
 {{- $_ := set $plain "OIDC_ROLE_CLAIM" $v.bo.oidc.roleClaim }}
 {{- end }}
+{{- with $svc.trustedProxies }}
+{{- $_ := set $plain "TRUSTED_PROXIES" (join "," .) }}
+{{- end }}
 {{- end }}
 {{- range $k, $val := $svc.env }}
 {{- $_ := set $plain $k $val }}
@@ -260,4 +267,14 @@ secrets and the downward API come after, then extraEnv.
 {{- with $svc.extraEnv }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/* The Service port /metrics is served on: the gateway's admin listener, a service's own port. */}}
+{{- define "doclib.metricsPort" -}}
+{{- if eq .name "gateway" }}admin{{ else }}http{{ end }}
+{{- end }}
+
+{{/* A PromQL selector of this release's series. */}}
+{{- define "doclib.promSelector" -}}
+namespace="{{ .Release.Namespace }}", job=~"{{ include "doclib.fullname" . }}-(gateway|taxonomy|catalog|media)"
 {{- end }}

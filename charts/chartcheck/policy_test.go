@@ -1,0 +1,163 @@
+package chartcheck
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// checkNetworkPolicies: on by default, one per service, default-deny both
+// ways; the gateway's public port only from the public ingress controller,
+// its admin port only from the admin one (and the helm test pod and
+// Prometheus); each service only from its callers and Prometheus.
+func checkNetworkPolicies(t *testing.T, m *manifests) {
+	t.Helper()
+	wantCount(t, "NetworkPolicies", len(m.netpols), len(services))
+	for _, np := range m.netpols {
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+			t.Errorf("NetworkPolicy %s: policyTypes %v, want Ingress and Egress", np.Name, np.Spec.PolicyTypes)
+		}
+		dns := slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+			return hasPortProto(r.Ports, 53, corev1.ProtocolUDP) && hasPortProto(r.Ports, 53, corev1.ProtocolTCP)
+		})
+		if !dns {
+			t.Errorf("NetworkPolicy %s does not allow DNS on 53/UDP and 53/TCP", np.Name)
+		}
+	}
+	want := map[string]map[string][]string{ // service -> port -> sources
+		"gateway":  {"http": {"ingress:ingress-nginx", "test"}, "admin": {"ingress:ingress-nginx-internal", "prometheus", "test"}},
+		"taxonomy": {"http": {"catalog", "gateway", "prometheus"}},
+		"catalog":  {"http": {"gateway", "media", "prometheus"}},
+		"media":    {"http": {"catalog", "gateway", "prometheus"}},
+	}
+	for svc, ports := range want {
+		got := sources(netpol(t, m, svc))
+		if fmt.Sprint(got) != fmt.Sprint(ports) {
+			t.Errorf("%s accepts %v, want %v", svc, got, ports)
+		}
+	}
+	// Egress: a data service reaches MongoDB and NATS, only media the object
+	// store (on the port of its S3_ENDPOINT), only the gateway the other
+	// services' ports.
+	_, s3, _ := strings.Cut(env(t, deployment(t, m, "media"))["S3_ENDPOINT"], ":")
+	s3Port, _ := strconv.Atoi(s3)
+	for svc, wantPorts := range map[string][]int{
+		"taxonomy": {27017, 4222}, "catalog": {27017, 4222, 8081, 8083}, "media": {27017, 4222, s3Port, 8082}, "gateway": {8081, 8082, 8083},
+	} {
+		np := netpol(t, m, svc)
+		for _, port := range wantPorts {
+			if !slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool { return hasPort(r.Ports, port) }) {
+				t.Errorf("%s may not reach port %d", svc, port)
+			}
+		}
+		if svc != "media" && slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool { return hasPort(r.Ports, s3Port) }) {
+			t.Errorf("%s may reach the object store's port %d", svc, s3Port)
+		}
+	}
+}
+
+// sources maps each port a policy opens to who may use it: a component of
+// the release, "prometheus", or "ingress:<instance>" for a controller.
+func sources(np *networkingv1.NetworkPolicy) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			port := p.Port.String()
+			for _, from := range r.From {
+				var who string
+				labels := map[string]string{}
+				if from.PodSelector != nil {
+					labels = from.PodSelector.MatchLabels
+				}
+				switch {
+				case labels["app.kubernetes.io/name"] == "prometheus":
+					who = "prometheus"
+				case labels["app.kubernetes.io/name"] == "ingress-nginx":
+					who = "ingress:" + labels["app.kubernetes.io/instance"]
+				default:
+					who = labels["app.kubernetes.io/component"]
+				}
+				out[port] = append(out[port], who)
+			}
+			slices.Sort(out[port])
+		}
+	}
+	return out
+}
+
+// checkHelmTest: one test hook, /probe on /readyz and a public route
+// through each of the gateway's Service ports, as a restricted pod.
+func checkHelmTest(t *testing.T, m *manifests) {
+	t.Helper()
+	wantCount(t, "helm test pods", len(m.pods), 1)
+	if len(m.pods) != 1 {
+		return
+	}
+	p := m.pods[0]
+	if p.Annotations["helm.sh/hook"] != "test" || p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("pod %s: hook %q, restartPolicy %q; want a test hook that does not restart", p.Name, p.Annotations["helm.sh/hook"], p.Spec.RestartPolicy)
+	}
+	if !restrictedPod(p.Spec.SecurityContext) || len(p.Spec.Containers) != 1 || !restricted(p.Spec.Containers[0].SecurityContext) {
+		t.Errorf("pod %s is not restricted", p.Name)
+	}
+	if len(p.Spec.Containers) == 0 {
+		return
+	}
+	c := p.Spec.Containers[0]
+	gw := service(t, m, "gateway")
+	var urls []string
+	for _, port := range gw.Spec.Ports {
+		for _, path := range []string{"/readyz", "/public/tags-categories"} {
+			urls = append(urls, fmt.Sprintf("http://%s:%d%s", gw.Name, port.Port, path))
+		}
+	}
+	if len(c.Command) == 0 || c.Command[0] != "/probe" || !strings.HasSuffix(c.Image, "gateway:0.1.0") {
+		t.Errorf("test container %v with image %s, want /probe from the gateway image", c.Command, c.Image)
+	}
+	for _, u := range urls {
+		if !slices.Contains(c.Command, u) {
+			t.Errorf("helm test does not call %s (command %v)", u, c.Command)
+		}
+	}
+}
+
+// The public rate limit is per client only when the gateway believes the
+// ingress controllers' X-Forwarded-For: the chart refuses to render a
+// public ingress with the limit on and no trusted proxies.
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	base := func() map[string]any {
+		v := valuesFile(t, "default-values.yaml")
+		delete(v, "gateway")
+		return v
+	}
+	if _, err := render(ch, base()); err == nil || !strings.Contains(err.Error(), "gateway.trustedProxies") {
+		t.Errorf("no trusted proxies: error %v, want the chart's refusal naming gateway.trustedProxies", err)
+	}
+	for name, vals := range map[string]func(map[string]any){
+		"rate limit off":    func(v map[string]any) { v["gateway"] = map[string]any{"env": map[string]any{"PUBLIC_RATE_LIMIT": "0"}} },
+		"no public ingress": func(v map[string]any) { v["ingress"] = map[string]any{"enabled": false} },
+		"set in env": func(v map[string]any) {
+			v["gateway"] = map[string]any{"env": map[string]any{"TRUSTED_PROXIES": "10.0.0.0/8"}}
+		},
+	} {
+		v := base()
+		vals(v)
+		if _, err := render(ch, v); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	out, err := render(ch, valuesFile(t, "hpa-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := env(t, deployment(t, decode(t, out), "gateway"))["TRUSTED_PROXIES"]; got != "10.244.0.0/16,fd00:10:244::/56" {
+		t.Errorf("TRUSTED_PROXIES = %q, want gateway.trustedProxies joined by commas", got)
+	}
+}
