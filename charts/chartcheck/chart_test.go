@@ -217,6 +217,7 @@ func checkCommon(t *testing.T, m *manifests, existingSecrets []string) {
 	checkIdentityKey(t, m)
 	checkHelmTest(t, m)
 	checkNetworkPolicies(t, m)
+	checkMetricsNotRouted(t, m)
 }
 
 func checkDeployment(t *testing.T, d *appsv1.Deployment, secrets []string) {

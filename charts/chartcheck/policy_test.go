@@ -161,3 +161,21 @@ func TestTrustedProxies(t *testing.T) {
 		t.Errorf("TRUSTED_PROXIES = %q, want gateway.trustedProxies joined by commas", got)
 	}
 }
+
+// checkMetricsNotRouted: no Ingress routes /metrics (a path that is a
+// prefix of it, "/" included, would).
+func checkMetricsNotRouted(t *testing.T, m *manifests) {
+	t.Helper()
+	for _, ing := range m.ingresses {
+		for _, r := range ing.Spec.Rules {
+			if r.HTTP == nil {
+				continue
+			}
+			for _, p := range r.HTTP.Paths {
+				if strings.HasPrefix("/metrics", strings.TrimSuffix(p.Path, "/")) {
+					t.Errorf("Ingress %s routes %s, which reaches /metrics", ing.Name, p.Path)
+				}
+			}
+		}
+	}
+}
