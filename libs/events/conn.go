@@ -26,7 +26,7 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := waitConnected(ctx, nc); err != nil {
+	if err := WaitConnected(ctx, nc); err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
 	}
@@ -79,12 +79,10 @@ func Dial(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, 
 	return nc, js, nil
 }
 
-// WaitConnected returns once nc is connected, or with ctx's error.
-func WaitConnected(ctx context.Context, nc *nats.Conn) error { return waitConnected(ctx, nc) }
-
-// waitConnected returns once nc is connected: with RetryOnFailedConnect,
-// nats.Connect returns at once even when the server is not reachable.
-func waitConnected(ctx context.Context, nc *nats.Conn) error {
+// WaitConnected returns once nc is connected, or with ctx's error: with
+// RetryOnFailedConnect, nats.Connect returns at once even when the server
+// is not reachable.
+func WaitConnected(ctx context.Context, nc *nats.Conn) error {
 	ch := nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	defer nc.RemoveStatusListener(ch)
 	if nc.IsConnected() {
