@@ -2,6 +2,8 @@ package rendering
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +44,23 @@ type snapshot[T any] struct {
 	rev     int64
 	made    time.Time // when the revision it was loaded at was read
 	checked time.Time // when the revision was last read and found unchanged
+}
+
+// MaxLag is the maxLag for a Get serving req: lag, or 0 when req asks for
+// an answer revalidated with the origin (Cache-Control: no-cache or
+// max-age=0, RFC 9111 §5.2.1). The gateway asks so when it revalidates
+// after a back-office write through it, so the author reads the write at
+// once even from a replica that did not take it.
+func MaxLag(req *http.Request, lag time.Duration) time.Duration {
+	for _, v := range req.Header.Values("Cache-Control") {
+		for _, d := range strings.Split(v, ",") {
+			d = strings.ToLower(strings.TrimSpace(d))
+			if d == "no-cache" || d == "max-age=0" {
+				return 0
+			}
+		}
+	}
+	return lag
 }
 
 // Invalidate makes the next Get compare the revision and load again, and

@@ -3,6 +3,7 @@ package rendering
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,5 +161,31 @@ func TestCacheServesStaleWhileOneLoads(t *testing.T) {
 	wg.Wait()
 	if v := <-got; v != 1 {
 		t.Errorf("maxLag 0 reader got %d, want 1", v)
+	}
+}
+
+func TestMaxLag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cacheControl []string
+		want         time.Duration
+	}{
+		{nil, time.Second},
+		{[]string{"no-cache"}, 0},
+		{[]string{"No-Cache"}, 0},
+		{[]string{"max-age=0"}, 0},
+		{[]string{"no-transform, no-cache"}, 0},
+		{[]string{"no-transform", "max-age=0"}, 0},
+		{[]string{"max-age=60"}, time.Second},
+		{[]string{"no-store"}, time.Second},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, "/", nil)
+		for _, v := range tt.cacheControl {
+			req.Header.Add("Cache-Control", v)
+		}
+		if got := MaxLag(req, time.Second); got != tt.want {
+			t.Errorf("Cache-Control %q: MaxLag = %v, want %v", tt.cacheControl, got, tt.want)
+		}
 	}
 }

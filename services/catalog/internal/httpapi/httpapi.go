@@ -96,14 +96,17 @@ func (h *Handler) render(ctx context.Context, admin bool) (*rendering.Rendering,
 	return rendering.JSON(out)
 }
 
-// list serves the listing's rendering: ETag, 304, compression.
+// list serves the listing's rendering: ETag, 304, compression. A public
+// read that asks for a revalidated answer (Cache-Control: no-cache, as the
+// gateway does after a back-office write through it) compares the revision
+// first, like a back-office one.
 func (h *Handler) list(admin bool) gin.HandlerFunc {
 	cache, lag, cacheControl := h.public, publicCheckEvery, rendering.Public
 	if admin {
 		cache, lag, cacheControl = h.admin, 0, rendering.Private
 	}
 	return func(c *gin.Context) {
-		r, err := cache.Get(c, lag)
+		r, err := cache.Get(c, rendering.MaxLag(c.Request, lag))
 		if err != nil {
 			fail(c, err)
 			return

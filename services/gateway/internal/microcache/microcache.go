@@ -19,8 +19,9 @@
 // kept, and when the kept answers of every path together pass maxTotal,
 // others are dropped (any, cheaply) to make room. A back-office write
 // through the gateway calls Invalidate, so the next read of every path
-// revalidates first: a client reads its own writes through the same
-// gateway replica.
+// revalidates first, with Cache-Control: no-cache so that whichever
+// service replica answers compares its revision first: a client reads its
+// own writes through the same gateway replica.
 package microcache
 
 import (
@@ -231,6 +232,14 @@ func (rt *route) revalidate(r *http.Request, old *entry) (*entry, *http.Response
 	req.Header.Set("Accept-Encoding", "identity")
 	if old != nil {
 		req.Header.Set("If-None-Match", old.r.ETag())
+	}
+	if old == nil || old.gen != gen {
+		// A back-office write went through this gateway since the path
+		// was confirmed (or nothing is known of it): the service replica
+		// that answers may not be the one that took the write, so it must
+		// compare its revision now instead of within its public lag, for
+		// the author to read the write at once.
+		req.Header.Set("Cache-Control", "no-cache")
 	}
 	otel.GetTextMapPropagator().Inject(r.Context(), propagation.HeaderCarrier(req.Header))
 	res, err := rt.origin.Transport.RoundTrip(req)

@@ -32,8 +32,10 @@ import (
 const multipartSlack = 1 << 20
 
 // How fresh the rendered records are. A public read may lag a write through
-// another replica by publicLag (an id it does not know yet is checked at
-// once: it may be a media just uploaded elsewhere); a back-office read
+// another replica by publicLag, unless it asks for a revalidated answer
+// (Cache-Control: no-cache, as the gateway does after a back-office write
+// through it); an id it does not know yet is checked at once: it may be a
+// media just uploaded elsewhere. A back-office read
 // compares the revision every time, so an author sees their own write at
 // once through any replica. maxAge renders again even though the revision
 // did not move, should a bump have been lost.
@@ -128,7 +130,7 @@ func (h *Handler) render(ctx context.Context) (records, error) {
 }
 
 func (h *Handler) publicMedia(c *gin.Context) {
-	if rec, ok := h.record(c, publicLag); ok {
+	if rec, ok := h.record(c, rendering.MaxLag(c.Request, publicLag)); ok {
 		rec.public.Serve(c.Writer, c.Request, rendering.Public)
 	}
 }

@@ -22,9 +22,10 @@ import (
 )
 
 // How fresh the rendered categories are. A public read may lag a write
-// through another replica by publicLag; a back-office read compares the
-// revision every time, so an author sees their own write at once through
-// any replica. maxAge renders again even though the revision did not move,
+// through another replica by publicLag, unless it asks for a revalidated
+// answer (Cache-Control: no-cache, as the gateway does after a back-office
+// write through it); a back-office read compares the revision every time,
+// so an author sees their own write at once through any replica. maxAge renders again even though the revision did not move,
 // should a bump have been lost.
 const (
 	publicLag = 100 * time.Millisecond
@@ -103,7 +104,7 @@ func (h *Handler) render(ctx context.Context) (categories, error) {
 }
 
 func (h *Handler) publicCategories(c *gin.Context) {
-	cats, err := h.categories.Get(c, publicLag)
+	cats, err := h.categories.Get(c, rendering.MaxLag(c.Request, publicLag))
 	if err != nil {
 		fail(c, err)
 		return

@@ -316,3 +316,17 @@ func TestCategoriesFromMemory(t *testing.T) {
 		t.Errorf("If-None-Match with the gzip ETag, identity asked: %d, want 304", r.status)
 	}
 }
+
+// A public read asking for a revalidated answer (Cache-Control: no-cache,
+// as the gateway does after a back-office write through it) sees a write
+// through another replica at once, not within publicLag.
+func TestPublicNoCacheComparesTheRevision(t *testing.T) {
+	a := newAPI(t)
+	other := a.replica()
+	a.must("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
+	a.must("GET", "/public/tags-categories", "", 200)
+	other.must("PATCH", "/bo/tags-categories/health", `{"name":"Prévention"}`, 200)
+	if r := a.do("GET", "/public/tags-categories", "", "Cache-Control", "no-cache"); !strings.Contains(r.body, "Prévention") {
+		t.Errorf("public categories with Cache-Control: no-cache right after a rename through another replica: %s", r.body)
+	}
+}
