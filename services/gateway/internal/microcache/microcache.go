@@ -220,7 +220,12 @@ func (rt *route) revalidate(r *http.Request, old *entry) (*entry, *http.Response
 	// Read before asking: an Invalidate while the request is in flight
 	// leaves the stored entry due for another revalidation.
 	gen := rt.cache.gen.Load()
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, rt.origin.Target.JoinPath(r.URL.Path).String(), nil)
+	// The path as the client sent it, as the reverse proxy forwards it
+	// (not cleaned, an escaped '%' kept escaped): the key (r.URL.Path) and
+	// what the service answers for must be the same path.
+	u := *rt.origin.Target
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+r.URL.Path, ""
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -368,3 +368,30 @@ func TestOneEntryPerPathWithinTheBudget(t *testing.T) {
 		t.Errorf("the entries hold %d bytes, the count says %d", kept, c.used.Load())
 	}
 }
+
+// The service is asked for the path the client asked for, as the reverse
+// proxy would forward it: an escaped '%' stays escaped, so that
+// /public/medias/a%2541 is the media "a%41" (unknown), never the media
+// "aA" kept under a key of its own.
+func TestPathIsForwardedAsReceived(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.URL.Path)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	h := New(time.Hour, 1<<20, 1<<30).Route(Origin{Target: u, Transport: srv.Client().Transport,
+		Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
+	for _, tt := range []struct{ target, want string }{
+		{"/public/medias/a%2541", "/public/medias/a%41"},
+		{"/public/medias/a%41", "/public/medias/aA"},
+		{"/public/documents/x%252F..%252Fy/detail", "/public/documents/x%2F..%2Fy/detail"},
+	} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", tt.target, nil))
+		if p := got.Load(); p != tt.want {
+			t.Errorf("GET %s: the service was asked for %q, want %q", tt.target, p, tt.want)
+		}
+	}
+}
