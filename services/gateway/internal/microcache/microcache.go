@@ -158,7 +158,7 @@ func (rt *route) get(r *http.Request) (*entry, *http.Response, error) {
 	ne, res, err := rt.revalidate(r, e)
 	switch {
 	case ne != nil:
-		rt.keep(s, e, ne)
+		rt.keep(path, s, ne)
 	case res != nil:
 		// The upstream has no answer to keep (a 404 for a deleted
 		// document, a problem): the path is forgotten.
@@ -173,25 +173,37 @@ func (rt *route) fresh(e *entry) bool {
 	return e != nil && e.gen == rt.cache.gen.Load() && time.Since(e.checked) < rt.cache.ttl
 }
 
-// keep stores ne in s, counts its memory, and makes room if the kept
-// answers pass the budget.
-func (rt *route) keep(s *slot, old, ne *entry) {
-	s.cur.Store(ne)
+// keep stores ne in path's slot s, counts its memory, and makes room if
+// the kept answers pass the budget. Entries are swapped in and out, and
+// each swap counts exactly what it put or took, so the count stays the sum
+// of the entries held whatever runs at the same time.
+func (rt *route) keep(path string, s *slot, ne *entry) {
+	old := s.cur.Swap(ne)
 	delta := ne.size
 	if old != nil {
 		delta -= old.size
 	}
-	if rt.cache.used.Add(delta) > rt.cache.maxTotal {
+	used := rt.cache.used.Add(delta)
+	if v, ok := rt.slots.Load(path); !ok || v != s {
+		// Dropped to make room while it was revalidated: the slot is no
+		// longer reachable, so it must hold nothing.
+		if x := s.cur.Swap(nil); x != nil {
+			rt.cache.used.Add(-x.size)
+		}
+		return
+	}
+	if used > rt.cache.maxTotal {
 		rt.cache.evict(s)
 	}
 }
 
-// drop forgets path's entry.
+// drop forgets path's entry: first the slot (so that a keep running at the
+// same time sees it gone), then what it holds.
 func (rt *route) drop(path string, s *slot) {
+	rt.slots.CompareAndDelete(path, s)
 	if old := s.cur.Swap(nil); old != nil {
 		rt.cache.used.Add(-old.size)
 	}
-	rt.slots.CompareAndDelete(path, s)
 }
 
 // evict drops kept answers, in no particular order (map order is random),

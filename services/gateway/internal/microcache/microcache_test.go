@@ -395,3 +395,61 @@ func TestPathIsForwardedAsReceived(t *testing.T) {
 		}
 	}
 }
+
+// An entry dropped to make room while its path was being revalidated is
+// not kept by that revalidation: the count of kept bytes stays the sum of
+// the entries the cache holds.
+func TestDroppedWhileRevalidatingStaysDropped(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	bodies := map[string]string{"/public/documents/a/detail": `"a"`, "/public/documents/x/detail": `"` + strings.Repeat("x", 496) + `"`}
+	var block chan struct{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		body, wait := bodies[r.URL.Path], block
+		mu.Unlock()
+		if wait != nil && strings.Contains(r.URL.Path, "/a/") {
+			<-wait
+		}
+		w.Header().Set("ETag", `"`+strconv.Itoa(len(body))+`"`)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	c := New(time.Nanosecond, 1<<20, 1000)
+	h := c.Route(Origin{Target: u, Transport: srv.Client().Transport,
+		Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
+	get := func(id string) {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/public/documents/"+id+"/detail", nil))
+	}
+	get("a") // kept: 2 × 3 bytes
+	mu.Lock()
+	block = make(chan struct{})
+	bodies["/public/documents/a/detail"] = `"` + strings.Repeat("a", 198) + `"`
+	mu.Unlock()
+	done := make(chan struct{})
+	go func() { defer close(done); get("a") }() // revalidates, and waits for the origin
+	for {
+		rt := h.(*route)
+		v, _ := rt.slots.Load("/public/documents/a/detail")
+		if s, ok := v.(*slot); ok && !s.renew.TryLock() {
+			break
+		} else if ok {
+			s.renew.Unlock()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	get("x") // 2 × 498 bytes: "a" is dropped to make room
+	close(block)
+	<-done
+	var kept int64
+	h.(*route).slots.Range(func(_, v any) bool {
+		if e := v.(*slot).cur.Load(); e != nil {
+			kept += e.size
+		}
+		return true
+	})
+	if used := c.used.Load(); used != kept || used > 1000 {
+		t.Errorf("the entries hold %d bytes, the count says %d (budget 1000)", kept, used)
+	}
+}
