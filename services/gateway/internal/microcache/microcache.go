@@ -15,7 +15,8 @@
 //
 // Only complete 200 answers with an ETag, a known length and no
 // Content-Encoding are kept; any other answer is passed through as it came
-// and kept nowhere. Memory is bounded: an answer over maxBody is never
+// and kept nowhere, and the requests that waited for it go on to the
+// service side by side (through next), not one after the other. Memory is bounded: an answer over maxBody is never
 // kept, and when the kept answers of every path together pass maxTotal,
 // others are dropped (any, cheaply) to make room. A back-office write
 // through the gateway calls Invalidate, so the next read of every path
@@ -99,6 +100,8 @@ type route struct {
 type slot struct {
 	cur   atomic.Pointer[entry]
 	renew sync.Mutex
+	// failed says the last revalidation kept nothing; guarded by renew.
+	failed bool
 }
 
 // entry is one kept answer. It is never changed once stored: a
@@ -123,13 +126,17 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.origin.Fail(w, r, err)
 	case res != nil:
 		passThrough(w, r, res)
-	default:
+	case e != nil:
 		e.write(w, r)
+	default:
+		rt.next.ServeHTTP(w, r)
 	}
 }
 
 // get returns a fresh enough entry for r's path, or the upstream's answer
-// that could not be kept, or the transport error of the revalidation.
+// that could not be kept, or the transport error of the revalidation, or
+// nothing when r waited for another request's revalidation and it kept
+// nothing (r then goes to next).
 func (rt *route) get(r *http.Request) (*entry, *http.Response, error) {
 	path := r.URL.Path
 	v, ok := rt.slots.Load(path)
@@ -149,13 +156,32 @@ func (rt *route) get(r *http.Request) (*entry, *http.Response, error) {
 			// be seconds when it re-reads a large listing.
 			return e, nil, nil
 		}
+		gen := rt.cache.gen.Load()
 		s.renew.Lock()
+		e = s.cur.Load()
+		switch {
+		case e == nil || s.failed:
+			// The revalidation this one waited for failed or kept nothing
+			// (a problem, a 404, an upstream that does not answer): rather
+			// than each waiting request asking in turn, behind the lock,
+			// they all go to next at once, asking the service for a
+			// revalidated answer as the revalidation did.
+			s.renew.Unlock()
+			r.Header.Set("Cache-Control", "no-cache")
+			return nil, nil, nil
+		case e.gen >= gen:
+			// Confirmed while this one waited, by a revalidation that
+			// began after the last write through here that it must see.
+			s.renew.Unlock()
+			return e, nil, nil
+		}
 	}
 	defer s.renew.Unlock()
 	if e = s.cur.Load(); rt.fresh(e) {
 		return e, nil, nil // revalidated while this one waited
 	}
 	ne, res, err := rt.revalidate(r, e)
+	s.failed = ne == nil
 	switch {
 	case ne != nil:
 		rt.keep(path, s, ne)

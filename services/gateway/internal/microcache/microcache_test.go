@@ -23,6 +23,7 @@ type origin struct {
 	etag     string
 	status   int           // when not 0, answered instead (a problem)
 	noETag   bool          // answer 200 without an ETag
+	hangUp   bool          // close the connection without an answer
 	delay    chan struct{} // when not nil, each request waits for a receive
 	requests atomic.Int64
 	lastINM  atomic.Value // the last If-None-Match received
@@ -34,10 +35,13 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.lastINM.Store(r.Header.Get("If-None-Match"))
 	o.lastAE.Store(r.Header.Get("Accept-Encoding"))
 	o.mu.Lock()
-	body, etag, status, noETag, delay := o.body, o.etag, o.status, o.noETag, o.delay
+	body, etag, status, noETag, delay, hangUp := o.body, o.etag, o.status, o.noETag, o.delay, o.hangUp
 	o.mu.Unlock()
 	if delay != nil {
 		<-delay
+	}
+	if hangUp {
+		panic(http.ErrAbortHandler) // the server closes the connection
 	}
 	w.Header().Set("X-Request-ID", "from-the-origin")
 	if status != 0 {
@@ -70,7 +74,9 @@ type fixture struct {
 	origin *origin
 	h      http.Handler
 	next   atomic.Int64 // requests that reached next
-	failed atomic.Int64
+	// the Cache-Control of the last request that reached next
+	nextCacheControl atomic.Value
+	failed           atomic.Int64
 }
 
 func newFixture(t *testing.T, ttl time.Duration) *fixture {
@@ -81,6 +87,7 @@ func newFixture(t *testing.T, ttl time.Duration) *fixture {
 	u, _ := url.Parse(srv.URL)
 	f.cache = New(ttl, 1<<20, 1<<30)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.nextCacheControl.Store(r.Header.Get("Cache-Control"))
 		f.next.Add(1)
 		w.WriteHeader(http.StatusTeapot)
 	})
@@ -393,6 +400,68 @@ func TestPathIsForwardedAsReceived(t *testing.T) {
 		if p := got.Load(); p != tt.want {
 			t.Errorf("GET %s: the service was asked for %q, want %q", tt.target, p, tt.want)
 		}
+	}
+}
+
+// Requests that waited for another request's revalidation, which failed
+// or brought nothing to keep (a problem, a 404, an upstream hanging up),
+// are handed to next at once, side by side, instead of revalidating one
+// after the other behind the path's lock (a queue as long as the upstream
+// is slow to fail); they ask for a revalidated answer, as the revalidation
+// did.
+func TestWaitersDoNotQueueBehindAFailedRevalidation(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		kept     bool // an answer was kept, then a write went through the gateway
+		failure  func(o *origin)
+		wantCode int // of the request that revalidates
+	}{
+		{"nothing kept, a problem", false, func(o *origin) { o.status = http.StatusServiceUnavailable }, 503},
+		{"kept, a write, a problem", true, func(o *origin) { o.status = http.StatusServiceUnavailable }, 503},
+		{"kept, a write, the upstream hangs up", true, func(o *origin) { o.hangUp = true }, http.StatusBadGateway},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, time.Hour)
+			if tt.kept {
+				f.get(t, "GET", "/public/documents")
+				f.cache.Invalidate()
+			}
+			asked := f.origin.requests.Load()
+			release := make(chan struct{})
+			f.origin.set(func(o *origin) { tt.failure(o); o.delay = release })
+			first := make(chan int, 1)
+			go func() { first <- f.get(t, "GET", "/public/documents").Code }()
+			for f.origin.requests.Load() == asked {
+				time.Sleep(time.Millisecond)
+			}
+			const waiters = 4
+			codes := make(chan *httptest.ResponseRecorder, waiters)
+			for range waiters {
+				go func() { codes <- f.get(t, "GET", "/public/documents") }()
+			}
+			time.Sleep(20 * time.Millisecond) // let them reach the path's lock
+			close(release)                    // the revalidation fails, and so would any other
+			if c := <-first; c != tt.wantCode {
+				t.Errorf("the revalidating request: %d, want %d", c, tt.wantCode)
+			}
+			deadline := time.After(5 * time.Second)
+			for range waiters {
+				select {
+				case w := <-codes:
+					if w.Code != http.StatusTeapot {
+						t.Errorf("a waiting request: %d, want it handed to next (%d)", w.Code, http.StatusTeapot)
+					}
+				case <-deadline:
+					t.Fatalf("waiting requests queue behind the path's lock: %d of %d went to next, the origin asked %d times",
+						f.next.Load(), waiters, f.origin.requests.Load()-asked)
+				}
+			}
+			if cc := f.nextCacheControl.Load(); cc != "no-cache" {
+				t.Errorf("a waiting request went to next with Cache-Control %q, want no-cache", cc)
+			}
+		})
 	}
 }
 
