@@ -173,8 +173,8 @@ func (r *Rendering) encodedWithLength(e Encoding) ([]byte, []string) {
 // Negotiate returns the encoding r is sent in for a request whose
 // Accept-Encoding header is acceptEncoding: the acceptable one with the
 // highest q-value (RFC 9110 §12.5.3), ties going to the server's order;
-// identity for a body under MinCompressSize or when nothing else is
-// acceptable.
+// identity for a body under MinCompressSize, when nothing else is
+// acceptable, or when the client weighs identity above every coding.
 func (r *Rendering) Negotiate(acceptEncoding string) Encoding {
 	if len(r.body) < MinCompressSize || acceptEncoding == "" {
 		return Identity
@@ -287,7 +287,7 @@ func cacheControlHeader(v string) []string {
 // negotiate picks the encoding for an Accept-Encoding value; see Negotiate.
 func negotiate(acceptEncoding string) Encoding {
 	var q [numEncodings]float64
-	var listed [numEncodings]bool
+	var listed [numEncodings]bool // Identity too: a client may prefer it
 	star, starListed := 0.0, false
 	for rest := acceptEncoding; rest != ""; {
 		var item string
@@ -303,6 +303,8 @@ func negotiate(acceptEncoding string) Encoding {
 			e = Zstd
 		case strings.EqualFold(name, "br"):
 			e = Brotli
+		case strings.EqualFold(name, "identity"):
+			e = Identity
 		case name == "*":
 			star, starListed = weight, true
 			continue
@@ -311,15 +313,22 @@ func negotiate(acceptEncoding string) Encoding {
 		}
 		q[e], listed[e] = weight, true
 	}
+	weightOf := func(e Encoding) float64 {
+		if !listed[e] && starListed {
+			return star
+		}
+		return q[e]
+	}
 	best, bestQ := Identity, 0.0
 	for e := Zstd; e < numEncodings; e++ {
-		w := q[e]
-		if !listed[e] && starListed {
-			w = star
-		}
-		if w > bestQ {
+		if w := weightOf(e); w > bestQ {
 			best, bestQ = e, w
 		}
+	}
+	// Identity only when the client gives it a higher weight than every
+	// coding (not listed, it is acceptable but preferred by nobody).
+	if (listed[Identity] || starListed) && weightOf(Identity) > bestQ {
+		return Identity
 	}
 	return best
 }

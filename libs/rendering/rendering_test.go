@@ -95,6 +95,13 @@ func TestServeNegotiatesEncodings(t *testing.T) {
 		{"identity", ""},
 		{"gzip;q=nonsense", ""},
 		{" gzip ; q=0.9 ", "gzip"},
+		{"identity;q=1, gzip;q=0.5", ""}, // identity preferred
+		{"gzip;q=0.5, identity", ""},
+		{"gzip;q=0.5, IDENTITY;q=0.8", ""},
+		{"identity;q=0.5, gzip", "gzip"},
+		{"gzip, identity", "gzip"}, // a tie: compressed
+		{"zstd;q=0.1, br;q=0.1, gzip;q=0.1, *", ""},
+		{"identity;q=0, gzip;q=0.1", "gzip"},
 	}
 	for _, tt := range tests {
 		w := serve(r, "GET", map[string]string{"Accept-Encoding": tt.accept}, Public)
