@@ -20,13 +20,7 @@ var (
 // Upload sends a file to POST /bo/medias and returns the media id.
 func (st *Stack) Upload(name string, content []byte) string {
 	st.t.Helper()
-	r := st.PostFile(name, content)
-	if r.Status != 201 {
-		st.t.Fatalf("upload %s: %d %s", name, r.Status, r.Body)
-	}
-	var m struct{ ID string }
-	r.JSON(st.t, &m)
-	return m.ID
+	return st.uploadJSON(name, content)["id"].(string)
 }
 
 // PostFile sends a file to POST /bo/medias as the multipart part "file".

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/validation"
 )
 
 // ServeContent sends body (size bytes, last changed at modTime) with
@@ -19,20 +20,26 @@ import (
 // If-Modified-Since (304) are answered by net/http. The caller sets
 // Content-Type, ETag, Content-Disposition and Cache-Control first.
 //
-// Two things differ from plain ServeContent: a request for several ranges
-// is answered with the whole body (RFC 9110 §14.2 allows ignoring Range; the
-// contract promises single ranges only), and a 416 is a problem document
-// keeping its Content-Range. It returns the error of a read that failed
-// once headers were sent: the connection is then cut, so the client sees a
-// short body and never a complete-looking one.
+// Three things differ from plain ServeContent: the Range header is read by
+// ParseRange, which is stricter than net/http's ("bytes=-0" is 416, not an
+// empty 206); a request for several ranges is answered with the whole body
+// (RFC 9110 §14.2 allows ignoring Range; the contract promises single
+// ranges only); and an error (416, 412) is a problem document that no cache
+// keeps, whatever Cache-Control the caller set for the file. It returns the
+// error of a read that failed once headers were sent: the connection is
+// then cut, so the client sees a short body and never a complete-looking one.
 func ServeContent(w http.ResponseWriter, r *http.Request, modTime time.Time, size int64, body io.ReadSeeker) error {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Accept-Ranges", "bytes")
-	if strings.Contains(r.Header.Get("Range"), ",") {
-		r.Header.Del("Range")
+	if v := r.Header.Get("Range"); v != "" {
+		if canonical := ParseRange(v, size).Header(size); canonical != "" {
+			r.Header.Set("Range", canonical)
+		} else {
+			r.Header.Del("Range")
+		}
 	}
 	rd := &watchedReader{ReadSeeker: body}
-	http.ServeContent(&rangeProblem{ResponseWriter: w, size: size}, r, "", modTime, rd)
+	http.ServeContent(&errorProblem{ResponseWriter: w, size: size}, r, "", modTime, rd)
 	return rd.err
 }
 
@@ -50,24 +57,35 @@ func (r *watchedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// rangeProblem turns ServeContent's plain-text 416 into a problem document.
-type rangeProblem struct {
+// errorProblem turns ServeContent's plain-text errors into problem
+// documents, which carry Cache-Control: no-store: the caller's caching of
+// the file must not make a 412 or a 416 cacheable.
+type errorProblem struct {
 	http.ResponseWriter
 	size    int64
 	swallow bool
 }
 
-func (w *rangeProblem) WriteHeader(code int) {
-	if code != http.StatusRequestedRangeNotSatisfiable {
+func (w *errorProblem) WriteHeader(code int) {
+	if code < 400 {
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
 	w.swallow = true
-	problem.Write(w.ResponseWriter, problem.New(code, "range_not_satisfiable",
-		fmt.Sprintf("the requested range is not within the file's %d bytes", w.size)))
+	var p *problem.Problem
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		p = problem.New(code, "range_not_satisfiable",
+			fmt.Sprintf("the requested range is not within the file's %d bytes", w.size))
+	case http.StatusPreconditionFailed:
+		p = problem.New(code, "precondition_failed", "the file does not match the request's If-Match or If-Unmodified-Since")
+	default:
+		p = problem.New(code, "bad_request", "the download could not be served")
+	}
+	problem.Write(w.ResponseWriter, p)
 }
 
-func (w *rangeProblem) Write(b []byte) (int, error) {
+func (w *errorProblem) Write(b []byte) (int, error) {
 	if w.swallow {
 		return len(b), nil
 	}
@@ -75,7 +93,7 @@ func (w *rangeProblem) Write(b []byte) (int, error) {
 }
 
 // Flush lets streamed bodies through when the writer can flush.
-func (w *rangeProblem) Flush() {
+func (w *errorProblem) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -83,9 +101,12 @@ func (w *rangeProblem) Flush() {
 
 // ContentDisposition returns the RFC 6266 header for a download named name:
 // disposition is "inline" or "attachment"; an ASCII filename for old
-// clients and, when the name is not plain ASCII, the exact name as
-// filename* (RFC 8187).
+// clients and, when the name is not plain ASCII, the name as filename*
+// (RFC 8187). Control and bidirectional characters are dropped from both,
+// whatever the stored name holds, so no name can display its extension
+// reversed.
 func ContentDisposition(disposition, name string) string {
+	name = strings.TrimSpace(validation.StripUnsafe(strings.ToValidUTF8(name, "")))
 	if name == "" {
 		name = "file"
 	}

@@ -11,7 +11,8 @@ func TestContentDisposition(t *testing.T) {
 	tests := []struct{ disp, name, want string }{
 		{"inline", "guide.pdf", `inline; filename="guide.pdf"`},
 		{"attachment", "résumé.pdf", `attachment; filename="resume.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf`},
-		{"attachment", "a\"b\r\n%.md", `attachment; filename="a_b___.md"; filename*=UTF-8''a%22b%0D%0A%25.md`},
+		{"attachment", "a\"b\r\n%.md", `attachment; filename="a_b_.md"; filename*=UTF-8''a%22b%25.md`},
+		{"inline", "evil\u202egpj.html", `inline; filename="evilgpj.html"`},
 		{"attachment", "", `attachment; filename="file"`},
 	}
 	for _, tt := range tests {

@@ -3,8 +3,6 @@ package document
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -45,12 +43,14 @@ func validate(in Input) (Document, validation.Errors) {
 	var errs validation.Errors
 	d := Document{Type: Type(in.Type)}
 
-	d.Title = strings.TrimSpace(in.Title)
+	d.Title = validation.Trim(in.Title)
 	switch n := utf8.RuneCountInString(d.Title); {
 	case n == 0:
 		errs.Add("title", "is required")
 	case n > MaxTitle:
 		errs.Add("title", "must be at most %d characters (got %d)", MaxTitle, n)
+	case validation.UnsafeText(d.Title) != "":
+		errs.Add("title", "%s", validation.UnsafeText(d.Title))
 	}
 	if !d.Type.Valid() {
 		if in.Type == "" {
@@ -66,8 +66,8 @@ func validate(in Input) (Document, validation.Errors) {
 
 	switch d.Type {
 	case Link:
-		d.URL = strings.TrimSpace(in.URL)
-		if msg := checkURL(d.URL); msg != "" {
+		var msg string
+		if d.URL, msg = checkURL(in.URL); msg != "" {
 			errs.Add("url", "%s", msg)
 		}
 	case Markdown, HTML:
@@ -96,6 +96,8 @@ func validate(in Input) (Document, validation.Errors) {
 		for i, s := range d.Sources {
 			if n := utf8.RuneCountInString(s); n > MaxSourceLen {
 				errs.Add(fmt.Sprintf("sources[%d]", i), "must be at most %d characters (got %d)", MaxSourceLen, n)
+			} else if msg := validation.UnsafeText(s); msg != "" {
+				errs.Add(fmt.Sprintf("sources[%d]", i), "%s", msg)
 			}
 		}
 		d.ImagesIDs = dedupe(in.ImagesIDs)
@@ -161,36 +163,21 @@ func clip(id string) string {
 	return strings.ToValidUTF8(id[:MaxRefIDLen], "") + "…"
 }
 
-// checkURL returns why u is not an acceptable LINK url, or "".
-func checkURL(u string) string {
-	if u == "" {
-		return "is required"
+// checkURL returns the normalised form of a LINK url, or why it is not
+// acceptable (libs/validation.HTTPURL has the rules).
+func checkURL(u string) (string, string) {
+	u = strings.TrimSpace(u)
+	if len(u) > MaxURL { // before parsing: bounded work
+		return u, fmt.Sprintf("must be at most %d characters", MaxURL)
 	}
-	if len(u) > MaxURL {
-		return fmt.Sprintf("must be at most %d characters", MaxURL)
+	n, msg := validation.HTTPURL(u)
+	switch {
+	case msg != "":
+		return u, msg
+	case len(n) > MaxURL:
+		return u, fmt.Sprintf("must be at most %d characters once normalised (got %d)", MaxURL, len(n))
 	}
-	p, err := url.Parse(u)
-	if err != nil || !p.IsAbs() {
-		return "must be an absolute http or https URL"
-	}
-	if p.Scheme != "http" && p.Scheme != "https" {
-		return fmt.Sprintf("must use http or https (got '%s')", p.Scheme)
-	}
-	if p.Hostname() == "" {
-		return "must name a host"
-	}
-	if port := p.Port(); port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Sprintf("must have a port from 1 to 65535 (got '%s')", port)
-		}
-	}
-	if p.User != nil {
-		return "must not carry a user name or password"
-	}
-	if strings.ContainsAny(u, " \t\r\n") {
-		return "must not contain spaces"
-	}
-	return ""
+	return n, ""
 }
 
 // dedupe drops repeated ids, keeping the first of each, and never returns nil.

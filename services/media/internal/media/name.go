@@ -2,41 +2,39 @@ package media
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/doclib/libs/validation"
 )
 
-// MaxNameBytes bounds a media name (CONTRACT.md §4: at most 255; bytes, so
-// it also fits every file system's limit).
-const MaxNameBytes = 255
+// MaxNameChars bounds a media name (CONTRACT.md §4: at most 255 characters).
+const MaxNameChars = 255
+
+// maxExtChars is the longest tail after the last dot that counts as an
+// extension and survives a cut; a longer one is part of the name.
+const maxExtChars = 16
 
 // DefaultName names a file whose uploaded name has nothing left.
 const DefaultName = "file"
 
 // CleanName reduces an uploaded file name to a safe base name: no
 // directories (both / and \ separate, whatever the server's OS), no control
-// or bidirectional-override characters, valid UTF-8 in NFC, trimmed, at most
-// MaxNameBytes cut on a character boundary; "file" when nothing is left.
+// or bidirectional characters, valid UTF-8 in NFC, trimmed of white space
+// and invisible characters, at most MaxNameChars characters; "file" when
+// nothing is left. A name cut to fit keeps its extension ("long….pdf"
+// stays a .pdf).
 func CleanName(raw string) string {
 	if i := strings.LastIndexAny(raw, `/\`); i >= 0 {
 		raw = raw[i+1:]
 	}
-	raw = strings.ToValidUTF8(raw, "")
-	raw = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || isBidiControl(r) {
-			return -1
-		}
-		return r
-	}, raw)
-	name := strings.TrimSpace(norm.NFC.String(raw))
-	if len(name) > MaxNameBytes {
-		cut := MaxNameBytes
-		for cut > 0 && !utf8.RuneStart(name[cut]) {
-			cut--
-		}
-		name = strings.TrimSpace(name[:cut])
+	raw = validation.StripUnsafe(strings.ToValidUTF8(raw, ""))
+	name := validation.Trim(norm.NFC.String(raw))
+	if utf8.RuneCountInString(name) > MaxNameChars {
+		base, ext := splitExt(name)
+		base = validation.Trim(firstChars(base, MaxNameChars-utf8.RuneCountInString(ext)))
+		name = base + ext
 	}
 	if name == "" || name == "." || name == ".." {
 		return DefaultName
@@ -44,8 +42,32 @@ func CleanName(raw string) string {
 	return name
 }
 
-// isBidiControl reports the characters that reorder text: they make
-// "evil\u202Efdp.exe" display as "evilexe.pdf".
-func isBidiControl(r rune) bool {
-	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F || r == 0x061C
+// splitExt splits name before its last dot when what follows is a short
+// extension of letters and digits; otherwise ext is "".
+func splitExt(name string) (base, ext string) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return name, ""
+	}
+	ext = name[i:]
+	if n := utf8.RuneCountInString(ext) - 1; n == 0 || n > maxExtChars {
+		return name, ""
+	}
+	for _, r := range ext[1:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return name, ""
+		}
+	}
+	return name[:i], ext
+}
+
+// firstChars returns the first n characters of s.
+func firstChars(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }

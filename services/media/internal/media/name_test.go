@@ -25,16 +25,35 @@ func TestCleanName(t *testing.T) {
 		{"/", "file"},
 		{"..", "file"},
 		{"\x01\x02", "file"},
+		{"\u200b\u200b", "file"},
+		{"\u200bname\ufeff.pdf\u200b", "name\ufeff.pdf"},
+		{"evil\u200fgpj.html", "evilgpj.html"},
 	} {
 		if got := media.CleanName(c.raw); got != c.want {
 			t.Errorf("CleanName(%q) = %q, want %q", c.raw, got, c.want)
 		}
 	}
-	long := strings.Repeat("€", 100) // 300 bytes
-	got := media.CleanName(long)
-	if len(got) > media.MaxNameBytes || !utf8.ValidString(got) || len(got) != 255 {
-		t.Errorf("CleanName of 300 bytes gave %d bytes (valid UTF-8: %v), want 255 cut on a character boundary", len(got), utf8.ValidString(got))
+	// The limit counts characters, and a cut keeps the extension.
+	for _, c := range []struct{ raw, want string }{
+		{strings.Repeat("€", 100), strings.Repeat("€", 100)},
+		{strings.Repeat("€", 300), strings.Repeat("€", 255)},
+		{strings.Repeat("é", 300) + ".pdf", strings.Repeat("é", 251) + ".pdf"},
+		{strings.Repeat("a", 300) + ".tar.gz", strings.Repeat("a", 252) + ".gz"},
+		{strings.Repeat("a", 250) + "     x.pdf", strings.Repeat("a", 250) + ".pdf"},
+		{strings.Repeat("a", 300) + ".this-is-no-ext", strings.Repeat("a", 255)},
+		{strings.Repeat("a", 300) + ".", strings.Repeat("a", 255)},
+	} {
+		got := media.CleanName(c.raw)
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("CleanName(%d characters ending %q) = %d characters ending %q, want %d ending %q", utf8.RuneCountInString(c.raw),
+				tail(c.raw), utf8.RuneCountInString(got), tail(got), utf8.RuneCountInString(c.want), tail(c.want))
+		}
 	}
+}
+
+func tail(s string) string {
+	r := []rune(s)
+	return string(r[max(0, len(r)-8):])
 }
 
 func TestNewID(t *testing.T) {

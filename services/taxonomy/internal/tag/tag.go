@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
-	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
@@ -88,16 +86,17 @@ func checkID(errs *validation.Errors, field, id string) {
 	}
 }
 
-// CleanName trims name and checks it, recording a failure under field.
+// CleanName trims name (white space and invisible characters) and checks
+// it, recording a failure under field.
 func CleanName(errs *validation.Errors, field, name string) string {
-	name = strings.TrimSpace(name)
+	name = validation.Trim(name)
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
 		errs.Add(field, "is required")
 	case n > MaxNameLen:
 		errs.Add(field, "must be at most %d characters (got %d)", MaxNameLen, n)
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		errs.Add(field, "must not contain control characters")
+	case validation.UnsafeText(name) != "":
+		errs.Add(field, "%s", validation.UnsafeText(name))
 	}
 	return name
 }

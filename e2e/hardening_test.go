@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestHardeningInput replays, through the gateway, the input defects the
+// adversarial review of issue 16 found (items 6, 7, 8, 9, 10 and 12): each
+// subtest failed before its fix.
+func TestHardeningInput(t *testing.T) {
+	st := NewStack(t, nil)
+	st.Must("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
+	pdf := st.Upload("guide.pdf", pdfBytes)
+
+	expect := func(t *testing.T, r Response, status int, code, fields string) {
+		t.Helper()
+		if r.Status != status {
+			t.Fatalf("status %d, want %d; %s", r.Status, status, r.Body)
+		}
+		if p := r.Problem(t); p.Code != code || (fields != "" && p.Fields() != fields) {
+			t.Errorf("problem %+v, want %s naming %q", p, code, fields)
+		}
+	}
+
+	t.Run("6 controls and bidi overrides are refused in titles, names and sources", func(t *testing.T) {
+		expect(t, st.BO("POST", "/bo/documents", `{"type":"LINK","title":"evil\u202egpj.html","url":"https://x.org"}`), 422, "validation_failed", "title")
+		expect(t, st.BO("POST", "/bo/documents", `{"type":"LINK","title":"a\u0007b","url":"https://x.org"}`), 422, "validation_failed", "title")
+		expect(t, st.BO("POST", "/bo/documents", `{"type":"MARKDOWN","title":"T","content":"x","sources":["ok","x\u2066y","a\nb"]}`), 422, "validation_failed", "sources[1],sources[2]")
+		expect(t, st.BO("POST", "/bo/tags-categories", `{"id":"c2","name":"evil\u202etxt"}`), 422, "validation_failed", "name")
+		expect(t, st.BO("POST", "/bo/tags", `{"id":"t2","name":"a\u0085b","categoryId":"health"}`), 422, "validation_failed", "name")
+		// A right-to-left mark is text, not an override.
+		st.Must("POST", "/bo/documents", `{"type":"LINK","title":"\u05e9\u05dc\u05d5\u05dd\u200f 1","url":"https://x.org"}`, 201)
+	})
+
+	t.Run("6 download file names carry no bidi or control characters", func(t *testing.T) {
+		id := st.Upload("evil\u202egpj.html.pdf", pdfBytes[:len(pdfBytes)-1])
+		r := st.Req("GET", "/public/medias/"+id+"/download", nil)
+		if cd := r.Header.Get("Content-Disposition"); r.Status != 200 || strings.Contains(cd, "%E2%80%AE") || strings.ContainsRune(cd, 0x202e) {
+			t.Errorf("download of a media named with U+202E: %d Content-Disposition %q", r.Status, cd)
+		}
+	})
+
+	t.Run("7 LINK urls are parsed strictly and stored normalised", func(t *testing.T) {
+		for _, u := range []string{"https://evil\u202e.com/", "https://xn--zz.example/", "https://exa mple.org/", `https://x.org/"onmouseover="x`,
+			"https://x.org/<script>", "https://a..b/", "https://x.org\\@evil.com/", "https://\u200bx.org/"} {
+			body := fmt.Sprintf(`{"type":"LINK","title":"T","url":%q}`, u)
+			expect(t, st.BO("POST", "/bo/documents", body), 422, "validation_failed", "url")
+		}
+		var d docJSON
+		st.Must("POST", "/bo/documents", `{"type":"LINK","title":"T","url":"HTTPS://Bücher.Example:443/café?q=é#x"}`, 201).JSON(t, &d)
+		if d.URL == nil || *d.URL != "https://xn--bcher-kva.example:443/caf%C3%A9?q=%C3%A9#x" {
+			t.Errorf("stored url %v, want the normalised form", d.URL)
+		}
+	})
+
+	t.Run("8 an error on a download is never cacheable", func(t *testing.T) {
+		for _, path := range []string{"/public/medias/" + pdf + "/download"} {
+			r := st.Req("GET", path, nil, "If-Match", `"other"`)
+			if r.Status != 412 || r.Header.Get("Cache-Control") != "no-store" || r.Problem(t).Code != "precondition_failed" {
+				t.Errorf("%s with a failing If-Match: %d Cache-Control %q %s", path, r.Status, r.Header.Get("Cache-Control"), r.Body)
+			}
+			r = st.Req("GET", path, nil, "Range", "bytes=999999-")
+			if r.Status != 416 || r.Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("%s with an unsatisfiable range: %d Cache-Control %q", path, r.Status, r.Header.Get("Cache-Control"))
+			}
+		}
+	})
+
+	t.Run("9 Range bytes=-0 is 416", func(t *testing.T) {
+		var md docJSON
+		st.Must("POST", "/bo/documents", `{"type":"MARKDOWN","title":"T","content":"# x"}`, 201).JSON(t, &md)
+		var doc docJSON
+		st.Must("POST", "/bo/documents", fmt.Sprintf(`{"type":"PDF","title":"T","fileId":%q}`, pdf), 201).JSON(t, &doc)
+		for _, path := range []string{"/public/medias/" + pdf + "/download", "/public/documents/" + md.ID + "/download", "/public/documents/" + doc.ID + "/download"} {
+			r := st.Req("GET", path, nil, "Range", "bytes=-0")
+			if r.Status != 416 || r.Problem(t).Code != "range_not_satisfiable" {
+				t.Errorf("%s with Range bytes=-0: %d %v %q", path, r.Status, r.Header, r.Body)
+			}
+		}
+	})
+
+	t.Run("10 invalid UTF-8 and lone surrogates are 400", func(t *testing.T) {
+		expect(t, st.BO("POST", "/bo/tags-categories", []byte("{\"id\":\"u1\",\"name\":\"a\xffb\"}")), 400, "bad_request", "name")
+		expect(t, st.BO("POST", "/bo/tags-categories", `{"id":"u2","name":"a\ud800b"}`), 400, "bad_request", "name")
+		expect(t, st.BO("POST", "/bo/documents", `{"type":"LINK","title":"\udc00","url":"https://x.org"}`), 400, "bad_request", "title")
+	})
+
+	t.Run("12 exact key names, no duplicate keys, no invisible-only names, no null sources", func(t *testing.T) {
+		expect(t, st.BO("POST", "/bo/tags-categories", `{"ID":"k1","NAME":"K1"}`), 422, "validation_failed", "id,name")
+		expect(t, st.BO("POST", "/bo/tags-categories", `{"id":"k2","name":"A","name":"B"}`), 400, "bad_request", "name")
+		expect(t, st.BO("POST", "/bo/tags-categories", `{"id":"k3","name":"\u200b\u200b"}`), 422, "validation_failed", "name")
+		expect(t, st.BO("POST", "/bo/documents", `{"type":"LINK","title":"\u200b \ufeff","url":"https://x.org"}`), 422, "validation_failed", "title")
+		expect(t, st.BO("POST", "/bo/documents", `{"type":"MARKDOWN","title":"T","content":"x","sources":[null]}`), 400, "bad_request", "sources[0]")
+		if r := st.BO("GET", "/bo/tags-categories", nil); strings.Contains(string(r.Body), `"k1"`) || strings.Contains(string(r.Body), `"k2"`) {
+			t.Errorf("a refused category was stored: %s", r.Body)
+		}
+	})
+
+	t.Run("12 an upload name cut at 255 characters keeps its extension", func(t *testing.T) {
+		name := strings.Repeat("é", 300) + ".pdf"
+		m := st.uploadJSON(name, append([]byte(nil), append(pdfBytes, 'x')...))
+		if got := m["name"].(string); utf8.RuneCountInString(got) != 255 || !strings.HasSuffix(got, "é.pdf") {
+			t.Errorf("name of %d characters ending %q, want 255 ending é.pdf", utf8.RuneCountInString(got), got[max(0, len(got)-10):])
+		}
+	})
+}
+
+// uploadJSON uploads content as name and returns the media record (201, or
+// 200 for bytes already stored).
+func (st *Stack) uploadJSON(name string, content []byte) map[string]any {
+	st.t.Helper()
+	r := st.PostFile(name, content)
+	if r.Status != 201 && r.Status != 200 {
+		st.t.Fatalf("upload %q: %d %s", name, r.Status, r.Body)
+	}
+	var m map[string]any
+	r.JSON(st.t, &m)
+	return m
+}
