@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,6 +25,21 @@ func TestHardeningInput(t *testing.T) {
 			t.Errorf("problem %+v, want %s naming %q", p, code, fields)
 		}
 	}
+
+	t.Run("5 Markdown is sanitised with the HTML policy, code kept byte for byte", func(t *testing.T) {
+		md := "# Fiche\n\n<script>alert(1)</script>\n\nTexte <img src=x onerror=alert(1)> et [x](javascript:alert(1)).\n\n" +
+			"```html\n<script>alert('code')</script>\n[y](javascript:code)\n```\n"
+		body, _ := json.Marshal(map[string]any{"type": "MARKDOWN", "title": "T", "content": md})
+		var d docJSON
+		st.Must("POST", "/bo/documents", string(body), 201).JSON(t, &d)
+		var pub docJSON
+		st.Req("GET", "/public/documents/"+d.ID+"/detail", nil).JSON(t, &pub)
+		want := "# Fiche\n\n\n\nTexte <img src=\"x\"> et [x]().\n\n" +
+			"```html\n<script>alert('code')</script>\n[y](javascript:code)\n```\n"
+		if pub.Content == nil || *pub.Content != want {
+			t.Errorf("public detail content %q, want %q", deref(pub.Content), want)
+		}
+	})
 
 	t.Run("6 controls and bidi overrides are refused in titles, names and sources", func(t *testing.T) {
 		expect(t, st.BO("POST", "/bo/documents", `{"type":"LINK","title":"evil\u202egpj.html","url":"https://x.org"}`), 422, "validation_failed", "title")
@@ -119,4 +135,11 @@ func (st *Stack) uploadJSON(name string, content []byte) map[string]any {
 	var m map[string]any
 	r.JSON(st.t, &m)
 	return m
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

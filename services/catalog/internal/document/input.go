@@ -78,12 +78,16 @@ func validate(in Input) (Document, validation.Errors) {
 			errs.Add("content", "must be at most %d bytes (got %d)", MaxContent, len(in.Content))
 		}
 		d.Content = in.Content
-		if d.Type == HTML {
-			d.Content = SanitizeHTML(in.Content)
+		if len(in.Content) <= MaxContent {
+			if d.Type == HTML {
+				d.Content = SanitizeHTML(in.Content)
+			} else {
+				d.Content = SanitizeMarkdown(in.Content)
+			}
 			switch {
 			case strings.TrimSpace(in.Content) != "" && strings.TrimSpace(d.Content) == "":
 				errs.Add("content", "has nothing left once unsafe HTML (scripts, event handlers, frames) is removed")
-			case len(in.Content) <= MaxContent && len(d.Content) > MaxContent:
+			case len(d.Content) > MaxContent:
 				// Sanitising adds attributes and escapes: the stored text,
 				// sent back in a PATCH, must fit the limit too.
 				errs.Add("content", "must be at most %d bytes once sanitised (got %d)", MaxContent, len(d.Content))
@@ -136,6 +140,13 @@ func check(ctx context.Context, refs References, in Input) (Document, error) {
 		return Document{}, err
 	}
 	return d, nil
+}
+
+// Validate applies the rules of a create or an update to in, references
+// checked with refs, and returns the document fields it sets: the write
+// path's pure part, for tests and fuzzing.
+func Validate(ctx context.Context, refs References, in Input) (Document, error) {
+	return check(ctx, refs, in)
 }
 
 // MaxRefIDLen bounds the ids worth asking about: a tag id is at most 64
