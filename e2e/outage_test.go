@@ -39,7 +39,7 @@ func allReady(t *testing.T, st *Stack, during string) {
 }
 
 // readyStatus is the status word of service s's /readyz body.
-func readyStatus(t *testing.T, st *Stack, s string) string {
+func readyStatus(t testing.TB, st *Stack, s string) string {
 	t.Helper()
 	res, err := http.Get(st.ServiceURL(s) + "/readyz")
 	if err != nil {
@@ -166,6 +166,11 @@ func (st *Stack) UseMinIO(c devserver.MinIOCredentials, bucket string) {
 	st.Stop("media")
 	st.SetEnv("media", "S3_ENDPOINT="+c.Endpoint, "S3_ACCESS_KEY="+c.AccessKey, "S3_SECRET_KEY="+c.SecretKey, "S3_BUCKET="+bucket)
 	st.Start("media")
+	// Media is ready before its bucket exists (made in the background);
+	// wait for it, or the first upload races the bucket's creation.
+	Eventually(st.t, 30*time.Second, "media reports its object store ready", func() bool {
+		return readyStatus(st.t, st, "media") == "ready"
+	})
 }
 
 // SetEnv adds settings to service s's environment (later ones win) for its

@@ -40,7 +40,28 @@ func (e *Env) fail(key, format string, args ...any) {
 	e.errs = append(e.errs, key+": "+fmt.Sprintf(format, args...))
 }
 
-func (e *Env) show(key string, v any) { e.shown = append(e.shown, slog.Any(key, v)) }
+// show records a setting for Attrs. A variable whose name says it holds a
+// secret is masked whatever its value; any other value has the user
+// information of its URIs and its secret query parameters masked (a
+// MONGODB_URI carries credentials).
+func (e *Env) show(key string, v any) {
+	switch {
+	case IsSecretName(key):
+		v = Masked
+	case isString(v):
+		v = Redact(v.(string))
+	}
+	if list, ok := v.([]string); ok {
+		shown := make([]string, len(list))
+		for i, s := range list {
+			shown[i] = Redact(s)
+		}
+		v = shown
+	}
+	e.shown = append(e.shown, slog.Any(key, v))
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
 
 // String returns the value of key, or def when it is unset or empty.
 func (e *Env) String(key, def string) string {
@@ -68,7 +89,7 @@ func (e *Env) Secret(key string) string {
 	if !ok {
 		e.fail(key, "is required")
 	}
-	e.show(key, "masked")
+	e.show(key, Masked)
 	return v
 }
 
@@ -78,11 +99,11 @@ func (e *Env) Secret(key string) string {
 // from a file usually ends with one); the caller validates the rest.
 func (e *Env) OptionalSecret(key string) string {
 	v, ok := e.raw(key)
+	state := "unset"
 	if ok {
-		e.show(key, "set, masked")
-	} else {
-		e.show(key, "unset")
+		state = "set, masked"
 	}
+	e.shown = append(e.shown, slog.String(key, state)) // never the value, whatever show would do
 	return v
 }
 
@@ -164,10 +185,10 @@ func (e *Env) URL(key, def string) *url.URL {
 	}
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		e.fail(key, "%q is not an absolute http(s) URL", v)
+		e.fail(key, "%q is not an absolute http(s) URL", Redact(v))
 		return nil
 	}
-	e.show(key, u.Redacted())
+	e.show(key, u.String())
 	return u
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/doclib/libs/config"
 )
 
 // Stream settings; the package doc says why.
@@ -28,7 +30,7 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 	}
 	if err := WaitConnected(ctx, nc); err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
+		return nil, nil, fmt.Errorf("nats connect %s: %w", config.Redact(url), err)
 	}
 	return nc, js, nil
 }
@@ -66,10 +68,10 @@ func Dial(url, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, 
 		}),
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("nats connect %s: %w", url, err)
+		return nil, nil, fmt.Errorf("nats connect %s: %w", config.Redact(url), err)
 	}
 	if !nc.IsConnected() {
-		log.Warn("nats not reachable yet; connecting in the background", "url", url)
+		log.Warn("nats not reachable yet; connecting in the background", "url", config.Redact(url))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

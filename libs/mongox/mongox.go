@@ -34,6 +34,10 @@ func Connect(uri string) (*mongo.Client, error) {
 		SetTimeout(10 * time.Second).
 		SetMonitor(newTracer())
 	c, err := mongo.Connect(opts)
+	if err != nil && strings.Contains(err.Error(), "password") {
+		// The driver quotes the offending part of the password.
+		return nil, errors.New("mongodb client: error parsing uri: the password is not valid (escape '%', '@', ':' and '/' as %XX); not shown")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mongodb client: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
+	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/identity"
 )
 
@@ -29,7 +30,7 @@ func NewOIDC(ctx context.Context, issuer, audience, roleClaim string) (*OIDC, er
 	defer cancel()
 	p, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("discover OIDC issuer %s: %w", issuer, err)
+		return nil, fmt.Errorf("discover OIDC issuer %s: %w", config.Redact(issuer), err)
 	}
 	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience}), roleClaim: strings.Split(roleClaim, ".")}, nil
 }
