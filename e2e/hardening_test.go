@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -142,4 +143,50 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestDocumentDownloadValidators (issue 16 item 2): a PDF document's
+// download changes its validators when a PATCH points it at another media,
+// even an older one, so a client's If-Modified-Since or If-Range from
+// before the PATCH never gets the old answer.
+func TestDocumentDownloadValidators(t *testing.T) {
+	st := NewStack(t, nil)
+	older := st.Upload("older.pdf", append(append([]byte(nil), pdfBytes...), "older"...))
+	time.Sleep(1100 * time.Millisecond) // HTTP dates have seconds
+	newer := st.Upload("newer.pdf", append(append([]byte(nil), pdfBytes...), "newer"...))
+	var d docJSON
+	st.Must("POST", "/bo/documents", fmt.Sprintf(`{"type":"PDF","title":"T","fileId":%q}`, newer), 201).JSON(t, &d)
+	path := "/public/documents/" + d.ID + "/download"
+	first := st.Req("GET", path, nil)
+	lastModified, etag := first.Header.Get("Last-Modified"), first.Header.Get("ETag")
+	if first.Status != 200 || lastModified == "" || etag == "" {
+		t.Fatalf("download: %d %v", first.Status, first.Header)
+	}
+	if r := st.Req("GET", path, nil, "If-Modified-Since", lastModified); r.Status != 304 {
+		t.Errorf("unchanged document, If-Modified-Since its Last-Modified: %d, want 304", r.Status)
+	}
+
+	time.Sleep(1100 * time.Millisecond)
+	st.Must("PATCH", "/bo/documents/"+d.ID, fmt.Sprintf(`{"type":"PDF","title":"T","fileId":%q}`, older), 200)
+	r := st.Req("GET", path, nil, "If-Modified-Since", lastModified)
+	if r.Status != 200 || !strings.HasSuffix(string(r.Body), "older") {
+		t.Errorf("after a PATCH to an older media, If-Modified-Since from before: %d (%d bytes), want 200 with the new file", r.Status, len(r.Body))
+	}
+	if lm := r.Header.Get("Last-Modified"); lm == lastModified || lm == "" || r.Header.Get("ETag") == etag {
+		t.Errorf("validators did not change: Last-Modified %q (was %q), ETag %q (was %q)", lm, lastModified, r.Header.Get("ETag"), etag)
+	}
+	if r := st.Req("GET", path, nil, "Range", "bytes=0-3", "If-Range", lastModified); r.Status != 200 || !strings.HasSuffix(string(r.Body), "older") {
+		t.Errorf("If-Range with the old date: %d, want 200 with the whole new file", r.Status)
+	}
+	if r := st.Req("GET", path, nil, "If-Unmodified-Since", lastModified); r.Status != 412 || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("If-Unmodified-Since from before the PATCH: %d %v, want 412 no-store", r.Status, r.Header)
+	}
+	if now := st.Req("GET", path, nil).Header.Get("Last-Modified"); now != "" {
+		if r := st.Req("GET", path, nil, "Range", "bytes=0-3", "If-Range", now); r.Status != 206 || string(r.Body) != "%PDF" {
+			t.Errorf("If-Range with the current date: %d %q, want 206", r.Status, r.Body)
+		}
+		if r := st.Req("GET", path, nil, "If-Modified-Since", now); r.Status != 304 {
+			t.Errorf("If-Modified-Since the current date: %d, want 304", r.Status)
+		}
+	}
 }

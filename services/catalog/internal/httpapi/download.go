@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
@@ -46,6 +47,9 @@ func (h *Handler) download(admin bool) gin.HandlerFunc {
 		}
 		switch {
 		case d.Type == document.PDF && d.File != nil:
+			if !documentDates(c, d.UpdatedAt) {
+				return
+			}
 			c.Request.URL.Path = "/internal/medias/" + url.PathEscape(d.File.ID) + "/download"
 			h.media.ServeHTTP(c.Writer, c.Request)
 		case d.Type.Inline():
@@ -55,6 +59,49 @@ func (h *Handler) download(admin bool) gin.HandlerFunc {
 		}
 	}
 }
+
+// documentDates makes the date validators of a PDF download the document's,
+// not its media's: the media's time stays old when a PATCH points the
+// document at an older media, so an If-Modified-Since from before the PATCH
+// would be answered 304 with the wrong file. The document's updatedAt moves
+// at every write, and a media is older than any document that names it, so
+// evaluating the dates against it here, and sending it as Last-Modified,
+// changes them whenever what the download serves changes. ETags (the
+// media's SHA-256, which identifies the bytes) pass through to the media
+// service untouched. It returns false when it has answered (412).
+func documentDates(c *gin.Context, updated time.Time) bool {
+	r := c.Request
+	modified := updated.Truncate(time.Second) // HTTP dates have seconds
+	if v := r.Header.Get("If-Unmodified-Since"); v != "" && r.Header.Get("If-Match") == "" {
+		if t, err := http.ParseTime(v); err == nil && modified.After(t) {
+			problem.Write(c.Writer, problem.New(http.StatusPreconditionFailed, "precondition_failed",
+				"the file does not match the request's If-Match or If-Unmodified-Since"))
+			c.Abort()
+			return false
+		}
+	}
+	r.Header.Del("If-Unmodified-Since") // holds for the document; the media is older
+	if v := r.Header.Get("If-Modified-Since"); v != "" {
+		// Changed since: the whole file. Unchanged: the media, older than
+		// the document, answers 304 too.
+		if t, err := http.ParseTime(v); err != nil || modified.After(t) || r.Header.Get("If-None-Match") != "" {
+			r.Header.Del("If-Modified-Since")
+		}
+	}
+	if v := r.Header.Get("If-Range"); v != "" && !strings.HasPrefix(v, `"`) && !strings.HasPrefix(v, "W/") {
+		// A date: the range stands only if the document is unchanged since.
+		if t, err := http.ParseTime(v); err != nil || !t.Equal(modified) {
+			r.Header.Del("Range")
+		}
+		r.Header.Del("If-Range")
+	}
+	c.Request = r.WithContext(context.WithValue(r.Context(), lastModifiedKey{}, modified))
+	return true
+}
+
+// lastModifiedKey carries a PDF document's Last-Modified to the proxy's
+// ModifyResponse.
+type lastModifiedKey struct{}
 
 func serveContent(c *gin.Context, d document.Document) {
 	ctype, ext := "text/markdown; charset=utf-8", ".md"
@@ -134,6 +181,9 @@ func mediaProxy(target *url.URL) http.Handler {
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode < 400 { // problems keep their no-store
 				resp.Header.Set("Cache-Control", documentCache)
+			}
+			if t, ok := resp.Request.Context().Value(lastModifiedKey{}).(time.Time); ok && resp.Header.Get("Last-Modified") != "" {
+				resp.Header.Set("Last-Modified", t.UTC().Format(http.TimeFormat))
 			}
 			return nil
 		},
