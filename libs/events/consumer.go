@@ -113,9 +113,16 @@ type ConsumerConfig struct {
 	// 1m. A Nak without a delay would redeliver at once: the consumer
 	// BackOff setting only applies to ack timeouts.
 	Backoff []time.Duration
-	// AckWait is how long a delivery may take before the server redelivers
-	// it (default 30s); the handler's context ends then too.
+	// AckWait is how long the server waits for news of a delivery before
+	// it redelivers it (default 3s). While this process holds a message
+	// (queued or being handled) it reports progress every AckWait/4
+	// (InProgress), so a slow handler is not redelivered; a process that
+	// dies reports nothing, and what it held is redelivered, to another
+	// replica or to its own restart, within AckWait instead of after a
+	// long ack wait.
 	AckWait time.Duration
+	// HandlerTimeout bounds one call of the handler (default 30s).
+	HandlerTimeout time.Duration
 	// MaxAckPending bounds the messages in flight (default 256).
 	MaxAckPending int
 	// Batch, if set, applies several events in one call: the messages
@@ -146,7 +153,10 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 		c.Backoff = defaultBackoff
 	}
 	if c.AckWait <= 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = 3 * time.Second
+	}
+	if c.HandlerTimeout <= 0 {
+		c.HandlerTimeout = 30 * time.Second
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 256
@@ -181,10 +191,19 @@ type Consumer struct {
 	tracer  trace.Tracer
 	cc      jetstream.ConsumeContext
 
-	// With cfg.Batch: the consume callback queues messages here, and one
-	// worker takes them in batches.
+	// The consume callback queues messages here at once (so every message
+	// this process holds is known and reported in progress), and one
+	// worker takes them, one by one or in batches.
 	inbox  chan jetstream.Msg
 	worker chan struct{} // closed when the worker has stopped
+	// closeInbox: Stop may be called more than once.
+	closeInbox sync.Once
+
+	heldMu   sync.Mutex
+	held     map[jetstream.Msg]struct{} // queued or being handled
+	beat     chan struct{}              // closed to stop the progress reports
+	beatWG   sync.WaitGroup
+	stopBeat sync.Once
 
 	mu     sync.Mutex
 	failed map[uint64]int // stream sequence -> failed deliveries, Transient ones not counted
@@ -247,21 +266,33 @@ func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConf
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cfg.Name, err)
 	}
-	deliver := c.handle
-	if cfg.Batch != nil {
-		c.inbox = make(chan jetstream.Msg, cfg.MaxAckPending)
-		c.worker = make(chan struct{})
-		deliver = func(msg jetstream.Msg) { c.inbox <- msg }
-		go c.batches()
+	// Room for every message the server may have out (MaxAckPending) and
+	// the client's pull buffer: the callback never waits.
+	c.inbox = make(chan jetstream.Msg, cfg.MaxAckPending+pullMax)
+	c.worker = make(chan struct{})
+	c.held = map[jetstream.Msg]struct{}{}
+	c.beat = make(chan struct{})
+	deliver := func(msg jetstream.Msg) {
+		c.hold(msg)
+		c.inbox <- msg
 	}
+	if cfg.Batch != nil {
+		go c.batches()
+	} else {
+		go c.oneByOne()
+	}
+	c.beatWG.Add(1)
+	go c.reportProgress()
 	c.cc, err = cons.Consume(deliver,
 		// A small buffer: Drain processes what is buffered before stopping.
-		jetstream.PullMaxMessages(64),
+		jetstream.PullMaxMessages(pullMax),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("consume error", "error", err)
 		}),
 	)
 	if err != nil {
+		c.closeInbox.Do(func() { close(c.inbox) })
+		c.stopProgress()
 		return nil, fmt.Errorf("consumer %s: consume: %w", cfg.Name, err)
 	}
 	consumerMetrics(cfg.Name)
@@ -272,6 +303,9 @@ func StartConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConf
 // Stop stops fetching, lets the messages already fetched be handled and
 // waits until that is done or ctx ends.
 func (c *Consumer) Stop(ctx context.Context) error {
+	// Without progress reports, whatever is left when ctx ends goes back
+	// to the server within AckWait.
+	defer c.stopProgress()
 	c.cc.Drain()
 	select {
 	case <-c.cc.Closed():
@@ -279,16 +313,72 @@ func (c *Consumer) Stop(ctx context.Context) error {
 		c.cc.Stop()
 		return fmt.Errorf("consumer %s: drain: %w", c.cfg.Name, ctx.Err())
 	}
-	if c.inbox != nil {
-		close(c.inbox) // the callback is not called after Closed
-		select {
-		case <-c.worker:
-		case <-ctx.Done():
-			return fmt.Errorf("consumer %s: drain: %w", c.cfg.Name, ctx.Err())
-		}
+	c.closeInbox.Do(func() { close(c.inbox) }) // the callback is not called after Closed
+	select {
+	case <-c.worker:
+	case <-ctx.Done():
+		return fmt.Errorf("consumer %s: drain: %w", c.cfg.Name, ctx.Err())
 	}
 	c.log.Info("consumer stopped")
 	return nil
+}
+
+// pullMax is the client's pull buffer: a small one, since Drain handles
+// what is buffered before stopping.
+const pullMax = 64
+
+func (c *Consumer) hold(msg jetstream.Msg) {
+	c.heldMu.Lock()
+	c.held[msg] = struct{}{}
+	c.heldMu.Unlock()
+}
+
+func (c *Consumer) release(msgs ...jetstream.Msg) {
+	c.heldMu.Lock()
+	for _, m := range msgs {
+		delete(c.held, m)
+	}
+	c.heldMu.Unlock()
+}
+
+// reportProgress tells the server, every AckWait/4, that each message this
+// process holds is still being worked on, until stopProgress.
+func (c *Consumer) reportProgress() {
+	defer c.beatWG.Done()
+	tick := time.NewTicker(c.cfg.AckWait / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.beat:
+			return
+		case <-tick.C:
+		}
+		c.heldMu.Lock()
+		msgs := make([]jetstream.Msg, 0, len(c.held))
+		for m := range c.held {
+			msgs = append(msgs, m)
+		}
+		c.heldMu.Unlock()
+		for _, m := range msgs {
+			if err := m.InProgress(); err != nil {
+				c.log.Debug("progress report failed; the message may be redelivered", "error", err)
+			}
+		}
+	}
+}
+
+func (c *Consumer) stopProgress() {
+	c.stopBeat.Do(func() { close(c.beat) })
+	c.beatWG.Wait()
+}
+
+// oneByOne handles queued messages one at a time until the inbox is closed.
+func (c *Consumer) oneByOne() {
+	defer close(c.worker)
+	for msg := range c.inbox {
+		c.handle(msg)
+		c.release(msg)
+	}
 }
 
 // batches takes queued messages in batches until the inbox is closed.
@@ -311,6 +401,7 @@ func (c *Consumer) batches() {
 		}
 		wait.Stop()
 		c.applyBatch(batch)
+		c.release(batch...)
 	}
 }
 
@@ -346,7 +437,7 @@ func (c *Consumer) applyBatch(batch []jetstream.Msg) {
 		trace.WithAttributes(messagingSystem, semconv.MessagingOperationTypeProcess,
 			semconv.MessagingConsumerGroupName(c.cfg.Name), semconv.MessagingBatchMessageCount(len(msgs))))
 	defer span.End()
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.HandlerTimeout)
 	defer cancel()
 	if err := c.applyAll(ctx, envs); err != nil {
 		span.RecordError(err)
@@ -409,8 +500,8 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			attribute.Int64("messaging.nats.delivery_count", int64(md.NumDelivered)),
 		))
 	defer span.End()
-	// The deadline keeps a stuck handler from outliving its delivery.
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckWait)
+	// The deadline keeps a stuck handler from holding its message forever.
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.HandlerTimeout)
 	defer cancel()
 
 	var env Envelope

@@ -502,3 +502,70 @@ func TestConsumerBatches(t *testing.T) {
 		t.Errorf("dead letter is %q, want the bad event %s", m.Header.Get(events.HeaderDLQEventID), poison)
 	}
 }
+
+// TestConsumerRedeliversWhatADeadProcessHeld (issue 16 item 4): a message
+// that a consumer process held when it died comes back to the next one
+// within AckWait (3 s), not after a 30 s ack wait.
+func TestConsumerRedeliversWhatADeadProcessHeld(t *testing.T) {
+	t.Parallel()
+	s := testkit.NATS(t)
+	connect := func(name string) (*nats.Conn, jetstream.JetStream) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		nc, js, err := events.Connect(ctx, s.ClientURL(), name, testkit.Logger(t))
+		testkit.Must(t, err, "connect")
+		t.Cleanup(nc.Close)
+		testkit.Must(t, events.EnsureStream(ctx, js), "ensure stream")
+		return nc, js
+	}
+	deadConn, deadJS := connect("dies")
+	_, js := connect("survives")
+	cfg := events.ConsumerConfig{Name: "test-dead-holder", Subjects: []string{events.DocumentDeleted}}
+
+	got := make(chan struct{}, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	_, err := events.StartConsumer(context.Background(), deadJS, cfg, func(context.Context, events.Envelope) error {
+		got <- struct{}{}
+		<-release // never finishes while its process lives
+		return nil
+	}, testkit.Logger(t))
+	testkit.Must(t, err, "start the consumer that dies")
+
+	ev := newEvent(t, "held")
+	testkit.Must(t, events.NewPublisher(js, testkit.Logger(t)).PublishEvent(context.Background(), ev), "publish")
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first consumer never got the event")
+	}
+	time.Sleep(2 * time.Second) // it holds the message across progress reports
+	deadConn.Close()            // the process dies: no drain, no ack, no nak
+	died := time.Now()
+
+	rec := &recorder{}
+	start(t, js, cfg, rec.handle)
+	waitFor(t, 10*time.Second, "the held event redelivered to the next consumer", func() bool { return len(rec.callsFor(ev.ID)) == 1 })
+	if d := rec.callsFor(ev.ID)[0].at.Sub(died); d > 6*time.Second {
+		t.Errorf("the event came back %s after its holder died, want within the 3 s ack wait", d.Round(time.Millisecond))
+	}
+}
+
+// TestConsumerSlowHandlerIsNotRedelivered: a handler that takes several ack
+// waits keeps its message (progress reports), so it is not handed out again.
+func TestConsumerSlowHandlerIsNotRedelivered(t *testing.T) {
+	t.Parallel()
+	_, js := startJetStream(t)
+	rec := &recorder{fail: func(int, events.Envelope) error { time.Sleep(2500 * time.Millisecond); return nil }}
+	cfg := events.ConsumerConfig{Name: "test-slow", AckWait: time.Second}
+	start(t, js, cfg, rec.handle)
+	ev := newEvent(t, "slow")
+	testkit.Must(t, events.NewPublisher(js, testkit.Logger(t)).PublishEvent(context.Background(), ev), "publish")
+	waitFor(t, 15*time.Second, "the slow event acked", func() bool { return allAcked(t, js, cfg.Name) && len(rec.callsFor(ev.ID)) > 0 })
+	if n := len(rec.callsFor(ev.ID)); n != 1 {
+		t.Errorf("a handler taking 2.5 ack waits was called %d times, want 1", n)
+	}
+	if info := consumerInfo(t, js, cfg.Name); info.NumRedelivered != 0 {
+		t.Errorf("%d redeliveries of a message in progress, want 0", info.NumRedelivered)
+	}
+}
