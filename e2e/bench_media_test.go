@@ -64,14 +64,19 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 }
 
 // multipartFile streams a benchFileSize file made of blk as the part
-// "file" of a multipart body, written by a goroutine as it is read.
+// "file" of a multipart body, written by a goroutine as it is read. Its last
+// 16 bytes are random: the media service stores the same bytes once, and
+// every upload of the benchmark must store a file.
 func multipartFile(blk []byte) (io.Reader, *multipart.Writer) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
 		part, err := mw.CreateFormFile("file", "bench.pdf")
 		if err == nil {
-			_, err = io.Copy(part, &repeatReader{blk: blk, n: benchFileSize})
+			_, err = io.Copy(part, &repeatReader{blk: blk, n: benchFileSize - 16})
+		}
+		if err == nil {
+			_, err = part.Write([]byte(rand.Text()[:16]))
 		}
 		if err == nil {
 			err = mw.Close()

@@ -17,6 +17,11 @@ var (
 	pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"), make([]byte, 64)...)
 )
 
+// unique returns b followed by tag: the media service stores the same bytes
+// once (an upload of them answers the existing media), so a test that needs
+// several media needs several contents.
+func unique(b []byte, tag string) []byte { return append(append([]byte(nil), b...), tag...) }
+
 // Upload sends a file to POST /bo/medias and returns the media id.
 func (st *Stack) Upload(name string, content []byte) string {
 	st.t.Helper()

@@ -95,7 +95,7 @@ func TestCategoryDeletionRemovesItsTagsFromDocuments(t *testing.T) {
 // that a live document uses.
 func TestMediaDeletedUnderALiveDocument(t *testing.T) {
 	st := NewStack(t, nil)
-	img, kept := st.Upload("raced.png", pngBytes), st.Upload("kept.png", pngBytes)
+	img, kept := st.Upload("raced.png", unique(pngBytes, "raced")), st.Upload("kept.png", unique(pngBytes, "kept"))
 	var d docJSON
 	st.Must("POST", "/bo/documents", fmt.Sprintf(`{"type":"MARKDOWN","title":"Raced","content":"x","imagesIds":[%q,%q]}`, img, kept), 201).JSON(t, &d)
 

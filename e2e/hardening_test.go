@@ -151,9 +151,9 @@ func deref(s *string) string {
 // before the PATCH never gets the old answer.
 func TestDocumentDownloadValidators(t *testing.T) {
 	st := NewStack(t, nil)
-	older := st.Upload("older.pdf", append(append([]byte(nil), pdfBytes...), "older"...))
+	older := st.Upload("older.pdf", unique(pdfBytes, "older"))
 	time.Sleep(1100 * time.Millisecond) // HTTP dates have seconds
-	newer := st.Upload("newer.pdf", append(append([]byte(nil), pdfBytes...), "newer"...))
+	newer := st.Upload("newer.pdf", unique(pdfBytes, "newer"))
 	var d docJSON
 	st.Must("POST", "/bo/documents", fmt.Sprintf(`{"type":"PDF","title":"T","fileId":%q}`, newer), 201).JSON(t, &d)
 	path := "/public/documents/" + d.ID + "/download"

@@ -84,7 +84,7 @@ func TestNATSDown(t *testing.T) {
 	wantStatus(t, st.Req("GET", "/public/tags-categories", nil), 200, "tag categories")
 	wantStatus(t, st.Req("GET", "/public/medias/"+pdf+"/download", nil), 200, "media download")
 	st.Must("POST", "/bo/documents", map[string]any{"type": "PDF", "title": "P", "fileId": pdf, "tagsIds": []string{"b"}}, 201)
-	st.Upload("new.pdf", pdfBytes)
+	st.Upload("new.pdf", unique(pdfBytes, "new"))
 
 	// A service (re)started during the outage starts and is ready; its
 	// consumers start once NATS is back.
@@ -146,8 +146,9 @@ func TestMinIODown(t *testing.T) {
 
 	s3.Start()
 	var last Response
+	back := unique(pdfBytes, "back")
 	Eventually(t, 30*time.Second, "an upload succeeds once MinIO is back", func() bool {
-		last = st.PostFile("back.pdf", pdfBytes)
+		last = st.PostFile("back.pdf", back)
 		if last.Status != 201 && last.Status != 503 {
 			t.Fatalf("upload while the bucket is being made: %d %s, want 503 or 201", last.Status, last.Body)
 		}
@@ -155,7 +156,7 @@ func TestMinIODown(t *testing.T) {
 	})
 	var m struct{ ID string }
 	last.JSON(t, &m)
-	if r := st.Req("GET", "/public/medias/"+m.ID+"/download", nil); r.Status != 200 || string(r.Body) != string(pdfBytes) {
+	if r := st.Req("GET", "/public/medias/"+m.ID+"/download", nil); r.Status != 200 || string(r.Body) != string(back) {
 		t.Errorf("download after MinIO returned: %d", r.Status)
 	}
 }

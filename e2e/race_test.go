@@ -23,7 +23,7 @@ func TestMediaDeletionRacingADocumentCreation(t *testing.T) {
 	for lane := range lanes {
 		uploads.Go(func() {
 			for i := lane; i < trials; i += lanes {
-				medias[i] = st.Upload(fmt.Sprintf("race-%d.pdf", i), pdfBytes)
+				medias[i] = st.Upload(fmt.Sprintf("race-%d.pdf", i), unique(pdfBytes, fmt.Sprint(i)))
 			}
 		})
 	}

@@ -9,6 +9,7 @@ require (
 	go.mongodb.org/mongo-driver/v2 v2.9.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.70.0
 	go.opentelemetry.io/otel v1.45.0
+	golang.org/x/image v0.47.0
 	golang.org/x/text v0.43.0
 )
 

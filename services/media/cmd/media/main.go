@@ -126,6 +126,9 @@ func run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 
+	// An upload cannot stream longer than the server reads a request: the
+	// sweep removes what older ones left.
+	cfg.media.MaxUploadTime = cfg.server.ReadTimeout
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
 	// Several replicas may sweep at once: it is idempotent.
 	stopSweep := periodic.Start(ctx, log, "sweep", sweepEvery, svc.Sweep)

@@ -12,6 +12,10 @@ type (
 		Name     string `json:"name"`
 		MimeType string `json:"mimeType"`
 		Size     int64  `json:"size"`
+		SHA256   string `json:"sha256"`
+		// Width and Height: images only (CONTRACT.md §10).
+		Width  int `json:"width,omitempty"`
+		Height int `json:"height,omitempty"`
 	}
 	// lookupMedia is an item of the internal lookup.
 	lookupMedia struct {
@@ -28,7 +32,7 @@ type (
 )
 
 func toFileMedia(m media.Media) fileMedia {
-	return fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size}
+	return fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, SHA256: m.SHA256, Width: m.Width, Height: m.Height}
 }
 
 func toFileMediaAdmin(m media.Media) fileMediaAdmin {

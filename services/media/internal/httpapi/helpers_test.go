@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"mime/multipart"
@@ -146,6 +152,10 @@ type problemBody struct {
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Detail string `json:"detail"`
+	Errors []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
 }
 
 // problem checks r is a problem document with status and code.
@@ -254,6 +264,9 @@ type adminMedia struct {
 	Name      string `json:"name"`
 	MimeType  string `json:"mimeType"`
 	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
 	CreatedAt string `json:"createdAt"`
 	UpdatedAt string `json:"updatedAt"`
 	CreatedBy string `json:"createdBy"`
@@ -297,14 +310,33 @@ func (a *api) assertEmpty() {
 	}
 }
 
-// Sample contents whose first bytes make their type.
+// Sample contents whose first bytes make their type: a PDF's magic, and
+// whole small images (their header is read: the random bytes sample puts
+// after them are past it).
 var (
-	pngHead  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	jpegHead = []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00")
-	gifHead  = []byte("GIF89a\x01\x00\x01\x00")
-	webpHead = []byte("RIFF\x24\x00\x00\x00WEBPVP8 ")
+	pngHead  = encoded(png.Encode, 3, 2)
+	jpegHead = encoded(func(w io.Writer, m image.Image) error { return jpeg.Encode(w, m, nil) }, 5, 4)
+	gifHead  = encoded(func(w io.Writer, m image.Image) error { return gif.Encode(w, m, nil) }, 2, 7)
+	webpHead = webpVP8L(6, 9)
 	pdfHead  = []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
 )
+
+// encoded returns a w×h image in a format of the standard library.
+func encoded(encode func(io.Writer, image.Image) error, w, h int) []byte {
+	var b bytes.Buffer
+	if err := encode(&b, image.NewRGBA(image.Rect(0, 0, w, h))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// webpVP8L returns the header of a lossless WebP of w×h pixels (RIFF, the
+// VP8L chunk, its signature and size bits: all DecodeConfig reads).
+func webpVP8L(w, h int) []byte {
+	b := []byte("RIFF\x12\x00\x00\x00WEBPVP8L\x05\x00\x00\x00\x2f")
+	b = binary.LittleEndian.AppendUint32(b, uint32(w-1)|uint32(h-1)<<14)
+	return append(b, 0) // the chunk's padding to an even size
+}
 
 // sample returns head followed by random bytes, n in all.
 func sample(head []byte, n int, seed uint64) []byte {

@@ -198,13 +198,17 @@ func (h *Handler) upload(c *gin.Context) {
 		if part.FormName() != "file" {
 			continue // NextPart skips what is left of it
 		}
-		m, err := h.svc.Upload(c, partFileName(part), part)
+		m, created, err := h.svc.Upload(c, partFileName(part), part)
 		if err != nil {
 			fail(c, err)
 			return
 		}
+		status := http.StatusCreated
+		if !created { // these bytes were stored already: that media
+			status = http.StatusOK
+		}
 		c.Header("Location", "/bo/medias/"+m.ID)
-		c.JSON(http.StatusCreated, toFileMediaAdmin(m))
+		c.JSON(status, toFileMediaAdmin(m))
 		return
 	}
 }
@@ -267,6 +271,7 @@ func fail(c *gin.Context, err error) {
 			tooLarge    *media.TooLargeError
 			unsupported *media.UnsupportedTypeError
 			incomplete  *media.IncompleteError
+			badImage    *media.ImageError
 			inUse       *media.InUseError
 		)
 		switch {
@@ -279,6 +284,10 @@ func fail(c *gin.Context, err error) {
 		case errors.As(err, &unsupported):
 			return problem.UnsupportedMediaType(fmt.Sprintf("the file's content is %s; allowed types are %s",
 				unsupported.Detected, strings.Join(unsupported.Allowed, ", ")))
+		case errors.As(err, &badImage):
+			return problem.Validation("the file is not a valid image", []problem.FieldError{{Field: "file", Message: badImage.Reason}})
+		case errors.Is(err, media.ErrSameBeingDeleted):
+			return problem.Conflict("conflict", "a media with the same bytes is being deleted; try again in a moment").With("Retry-After", "1")
 		case errors.As(err, &incomplete):
 			return problem.BadRequest("the multipart body is malformed or was cut off before its end")
 		case errors.As(err, &inUse):

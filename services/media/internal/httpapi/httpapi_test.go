@@ -89,8 +89,9 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 
 	var pub map[string]any
 	a.must("GET", "/public/medias/"+m.ID, 200).json(t, &pub)
-	if len(pub) != 4 || pub["id"] != m.ID || pub["name"] != "report.pdf" || pub["mimeType"] != "application/pdf" || pub["size"] != float64(len(content)) {
-		t.Errorf("public record %v, want exactly id, name, mimeType, size", pub)
+	if len(pub) != 5 || pub["id"] != m.ID || pub["name"] != "report.pdf" || pub["mimeType"] != "application/pdf" ||
+		pub["size"] != float64(len(content)) || pub["sha256"] != sum(content) {
+		t.Errorf("public record %v, want exactly id, name, mimeType, size, sha256 (no width or height on a PDF)", pub)
 	}
 	var adm adminMedia
 	a.must("GET", "/bo/medias/"+m.ID, 200).json(t, &adm)
@@ -110,7 +111,7 @@ func TestListNewestFirstAndLookup(t *testing.T) {
 	a := newAPI(t, media.Config{})
 	var ids []string
 	for i, head := range [][]byte{pdfHead, pngHead, jpegHead} {
-		ids = append(ids, a.mustUpload(fmt.Sprintf("f%d", i), sample(head, 100, uint64(i))).ID)
+		ids = append(ids, a.mustUpload(fmt.Sprintf("f%d", i), sample(head, 2000, uint64(i))).ID)
 		time.Sleep(2 * time.Millisecond) // distinct createdAt
 	}
 	var list []adminMedia
@@ -124,8 +125,12 @@ func TestListNewestFirstAndLookup(t *testing.T) {
 	types := map[string]any{}
 	for _, f := range found {
 		types[f["id"].(string)] = f["mimeType"]
-		if len(f) != 4 {
-			t.Errorf("lookup item %v, want id, name, mimeType, size", f)
+		want := 5 // id, name, mimeType, size, sha256
+		if f["mimeType"] == "image/png" {
+			want = 7 // and width, height
+		}
+		if len(f) != want {
+			t.Errorf("lookup item %v, want id, name, mimeType, size, sha256 (and an image's width and height)", f)
 		}
 	}
 	if len(found) != 2 || types[ids[0]] != "application/pdf" || types[ids[1]] != "image/png" {
@@ -233,8 +238,8 @@ func TestNames(t *testing.T) {
 		{"", "file", `inline; filename="file"`},
 		{"報告.pdf", "報告.pdf", `inline; filename="__.pdf"; filename*=UTF-8''%E5%A0%B1%E5%91%8A.pdf`},
 	}
-	for _, c := range cases {
-		r := a.upload(part{"file", c.raw, "application/pdf", sample(pdfHead, 64, 1)})
+	for i, c := range cases {
+		r := a.upload(part{"file", c.raw, "application/pdf", sample(pdfHead, 64, uint64(100+i))})
 		var m adminMedia
 		r.json(t, &m)
 		if r.status != 201 || m.Name != c.name {

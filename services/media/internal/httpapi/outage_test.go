@@ -8,6 +8,9 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/doclib/libs/devserver"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/media/internal/media"
+	"github.com/doclib/services/media/internal/media/mongostore"
 )
 
 // ownMinIO starts a MinIO for this test alone, so it can be stopped.
@@ -43,6 +47,19 @@ func startOwnMinIO(t *testing.T) *ownMinIO {
 	return o
 }
 
+// multipartParts counts the parts of unfinished multipart uploads in
+// MinIO's data directory.
+func (o *ownMinIO) multipartParts() int {
+	n := 0
+	_ = filepath.WalkDir(filepath.Join(o.dir, ".minio.sys", "multipart"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "part.") {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
 func (o *ownMinIO) start() {
 	o.t.Helper()
 	p, err := devserver.MinIO(context.Background(), o.bin, o.cred.Endpoint, o.console, o.dir, o.cred, nil)
@@ -63,13 +80,14 @@ func TestMinIOStopped(t *testing.T) {
 	big := sample(pdfHead, 40<<20, 2)
 	bigMedia := a.mustUpload("big.pdf", big)
 
-	// 1. The storage stops while an upload is half-way (one part sent).
+	// 1. The storage stops while an upload is half-way: 36 MiB read, so its
+	// first 16 MiB part is stored (parts go one after the other).
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	halfway, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		fw, _ := mw.CreateFormFile("file", "during.pdf")
-		_, err := fw.Write(sample(pdfHead, 20<<20, 3))
+		_, err := fw.Write(sample(pdfHead, 36<<20, 3))
 		close(halfway)
 		<-stopped
 		for err == nil {
@@ -120,8 +138,23 @@ func TestMinIOStopped(t *testing.T) {
 	if len(keys) != 2 {
 		t.Errorf("objects after the outage %v, want the 2 uploaded before", keys)
 	}
-	if up, _ := a.blobs.IncompleteUploads(context.Background()); up != 0 {
-		t.Logf("%d unfinished multipart upload(s) kept by the storage (it was down when they were aborted; MinIO expires them)", up)
+	// The upload cut by the outage could not abort its multipart upload
+	// (the storage was down): the sweep does, now that it is back
+	// (issue 16 item 3).
+	// The upload the outage cut could not abort its multipart upload (the
+	// storage was down): its parts stay under MinIO's multipart area until
+	// the sweep removes them, now that the storage is back (issue 16 item
+	// 3). MinIO does not list such uploads bucket-wide, so its files are
+	// counted.
+	if n := s3.multipartParts(); n == 0 {
+		t.Logf("the cut upload left no part in MinIO's multipart area: the sweep has nothing to show")
+	}
+	testkit.Must(t, a.svc.Sweep(context.Background()), "sweep once the storage is back")
+	if n := s3.multipartParts(); n != 0 {
+		t.Errorf("after the sweep: %d part(s) of unfinished multipart uploads in MinIO, want none", n)
+	}
+	if n, _ := a.store.Collection().Database().Collection(mongostore.UploadsCollection).CountDocuments(context.Background(), bson.M{}); n != 0 {
+		t.Errorf("after the sweep: %d upload intent(s) left, want none", n)
 	}
 	srv := httptest.NewServer(a.h)
 	defer srv.Close()

@@ -1,8 +1,10 @@
 // Package media owns the media files of the document library: their records
-// (name, detected type, size, checksum), the rules of an upload (the bytes
-// decide the type, a size limit, a safe name), the deletion that must ask the
-// catalog first, and the ports it needs: a Store for records, Blobs for the
-// bytes and a UsageChecker for the catalog.
+// (name, detected type, size, SHA-256, an image's dimensions), the rules of
+// an upload (the bytes decide the type, a size limit, a safe name, the same
+// bytes stored once: upload.go), the deletion that must ask the catalog
+// first, the sweep that finishes what a crash interrupted, and the ports it
+// needs: a Store for records, Blobs for the bytes and a UsageChecker for the
+// catalog.
 package media
 
 import (
@@ -25,9 +27,12 @@ type Media struct {
 	MimeType  string
 	Size      int64
 	ObjectKey string // where the bytes are in Blobs; never derived from Name
-	SHA256    string // lower-case hex of the bytes
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	SHA256    string // lower-case hex of the bytes; one live media per digest
+	// Width and Height are an image's size in pixels, read from its header
+	// (0 for other files, and for images stored before they were read).
+	Width, Height int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 	// CreatedBy and UpdatedBy name the back-office caller who uploaded the
 	// file (identity.Name); a media is never changed after, so they are the
 	// same. Empty for records made before names were recorded.
@@ -52,6 +57,12 @@ var (
 	ErrUsageUnknown = errors.New("media usage unknown")
 	// ErrNoFile means the upload had no part named "file".
 	ErrNoFile = errors.New("no file part")
+	// ErrSameBeingDeleted refuses an upload whose bytes are those of a
+	// media being deleted: it may come back or go; try again.
+	ErrSameBeingDeleted = errors.New("a media with the same bytes is being deleted")
+	// ErrDuplicate is a Store's answer to an insert of bytes (a digest)
+	// another live media already has.
+	ErrDuplicate = errors.New("a media with the same digest exists")
 	// ErrMarkLost means a deletion's mark was cleared before it finished
 	// (it took longer than StuckAfter): nothing was deleted.
 	ErrMarkLost = errors.New("media deletion mark lost")
@@ -69,6 +80,12 @@ type UnsupportedTypeError struct {
 }
 
 func (e *UnsupportedTypeError) Error() string { return "unsupported media type " + e.Detected }
+
+// ImageError refuses an upload whose bytes start like an image but whose
+// header cannot be read or describes no acceptable image.
+type ImageError struct{ Reason string }
+
+func (e *ImageError) Error() string { return "invalid image: " + e.Reason }
 
 // IncompleteError means the upload's body could not be read to its end (the
 // client went away or sent a malformed body).
@@ -89,7 +106,12 @@ func (e *InUseError) Error() string {
 // records being deleted. Implementations report an
 // unknown or invisible id with ErrNotFound.
 type Store interface {
+	// Insert stores m; ErrDuplicate if a live media, or one being deleted,
+	// has its SHA256.
 	Insert(ctx context.Context, m Media) error
+	// ByDigest returns the media with these bytes, live or being deleted
+	// (Deleting set); ErrNotFound if none.
+	ByDigest(ctx context.Context, sha256 string) (Media, error)
 	Get(ctx context.Context, id string) (Media, error)
 	// List returns every live record, newest first.
 	List(ctx context.Context) ([]Media, error)
@@ -114,6 +136,27 @@ type Store interface {
 	Swept(ctx context.Context) ([]Media, error)
 	// Purge removes the tombstone id if its events are all published.
 	Purge(ctx context.Context, id string) error
+
+	// Uploads records the objects being written (upload intents), so that
+	// what a crash or a failed clean-up leaves in Blobs is found again.
+	Uploads() UploadStore
+}
+
+// UploadStore keeps one intent per object an upload is writing, from before
+// its first byte until its record is stored or the object removed.
+type UploadStore interface {
+	// Begin records that key is being written, at at.
+	Begin(ctx context.Context, key string, at time.Time) error
+	// Fail marks the intent of key for the next sweep: the upload failed and
+	// its object could not be removed.
+	Fail(ctx context.Context, key string) error
+	// End removes the intent of key.
+	End(ctx context.Context, key string) error
+	// Stale returns the keys of failed intents and of those begun before
+	// cutoff (their upload cannot still be running).
+	Stale(ctx context.Context, cutoff time.Time) ([]string, error)
+	// Referenced reports whether a record (in any state) holds key.
+	Referenced(ctx context.Context, key string) (bool, error)
 }
 
 // Blobs keeps the bytes of media under server-made keys.
@@ -122,8 +165,12 @@ type Blobs interface {
 	Put(ctx context.Context, key, contentType string, r io.Reader) error
 	// Open returns the object at key, checked to exist (ErrNotFound if not).
 	Open(ctx context.Context, key string) (Object, error)
-	// Remove deletes key; a missing key is not an error.
+	// Remove deletes key and any unfinished multipart upload to it; a
+	// missing key is not an error.
 	Remove(ctx context.Context, key string) error
+	// AbortUnfinished aborts the multipart uploads begun before cutoff that
+	// never finished, whatever their key, and returns how many.
+	AbortUnfinished(ctx context.Context, cutoff time.Time) (int, error)
 }
 
 // Object is an opened blob: seekable so ranges can be served.

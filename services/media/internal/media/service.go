@@ -1,22 +1,14 @@
 package media
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"log/slog"
-	"mime"
-	"net/http"
 	"slices"
 	"time"
-
-	"github.com/doclib/libs/identity"
 )
 
 // Defaults of the upload rules (CONTRACT.md §4).
@@ -42,6 +34,10 @@ const cleanupTimeout = 10 * time.Second
 type Config struct {
 	MaxSize      int64
 	AllowedTypes []string
+	// MaxUploadTime is the longest an upload may stream (the server's read
+	// timeout); an upload begun longer ago than that (plus a margin) has
+	// ended, so the sweep may remove what it left. Default 30 minutes.
+	MaxUploadTime time.Duration
 }
 
 // Service is the media use cases.
@@ -62,6 +58,9 @@ func NewService(store Store, blobs Blobs, usage UsageChecker, cfg Config, log *s
 	if len(cfg.AllowedTypes) == 0 {
 		cfg.AllowedTypes = DefaultAllowedTypes
 	}
+	if cfg.MaxUploadTime <= 0 {
+		cfg.MaxUploadTime = 30 * time.Minute
+	}
 	return &Service{
 		store: store, blobs: blobs, usage: usage, cfg: cfg, log: log,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) },
@@ -70,108 +69,6 @@ func NewService(store Store, blobs Blobs, usage UsageChecker, cfg Config, log *s
 
 // MaxSize is the largest upload accepted, in bytes.
 func (s *Service) MaxSize() int64 { return s.cfg.MaxSize }
-
-// Upload stores the file read from r under a name made from filename. The
-// bytes are streamed to Blobs: the type is detected from the first bytes, the
-// size is counted and the checksum computed on the way. On any failure
-// nothing is left behind: the object is removed and no record is written.
-func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Media, error) {
-	br := bufio.NewReaderSize(r, sniffLen)
-	head, err := br.Peek(sniffLen)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return Media{}, s.bodyError(err)
-	}
-	mimeType := detect(head)
-	if !slices.Contains(s.cfg.AllowedTypes, mimeType) {
-		return Media{}, &UnsupportedTypeError{Detected: mimeType, Allowed: s.cfg.AllowedTypes}
-	}
-
-	now := s.now()
-	by := identity.Name(ctx)
-	m := Media{ID: NewID(), Name: CleanName(filename), MimeType: mimeType, ObjectKey: newObjectKey(),
-		CreatedAt: now, UpdatedAt: now, CreatedBy: by, UpdatedBy: by}
-	in := &meter{r: br, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
-	if err := s.blobs.Put(ctx, m.ObjectKey, mimeType, in); err != nil {
-		s.removeObject(ctx, m.ObjectKey)
-		if in.err != nil { // the reader failed: that is the cause, not the storage
-			return Media{}, in.err
-		}
-		return Media{}, err
-	}
-	if in.err != nil { // cannot happen with a well-behaved Blobs, but never keep a partial file
-		s.removeObject(ctx, m.ObjectKey)
-		return Media{}, in.err
-	}
-	m.Size, m.SHA256 = in.n, hex.EncodeToString(in.h.Sum(nil))
-	if err := s.store.Insert(ctx, m); err != nil {
-		s.removeObject(ctx, m.ObjectKey)
-		return Media{}, err
-	}
-	return m, nil
-}
-
-// detect returns the media type of content from its first bytes, without
-// parameters (the bytes decide, not what the uploader claimed).
-func detect(head []byte) string {
-	ct := http.DetectContentType(head)
-	if mt, _, err := mime.ParseMediaType(ct); err == nil {
-		return mt
-	}
-	return ct
-}
-
-func (s *Service) removeObject(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if err := s.blobs.Remove(ctx, key); err != nil {
-		s.log.WarnContext(ctx, "could not remove the object of a failed upload", "object_key", key, "error", err)
-	}
-}
-
-// meter passes the upload through while counting and hashing it, and fails
-// (so Blobs.Put aborts) once more than max bytes came or the body broke off.
-// A broken body must fail with an error of its own: multipart reports a
-// body cut off mid-part as io.ErrUnexpectedEOF, which an uploader would take
-// for a short last chunk and complete a truncated object.
-type meter struct {
-	r    io.Reader
-	max  int64
-	n    int64
-	h    hash.Hash
-	fail func(error) error
-	err  error
-}
-
-func (m *meter) Read(p []byte) (int, error) {
-	if m.err != nil {
-		return 0, m.err
-	}
-	if room := m.max + 1 - m.n; int64(len(p)) > room {
-		p = p[:room]
-	}
-	n, err := m.r.Read(p)
-	m.n += int64(n)
-	if m.n > m.max {
-		m.err = &TooLargeError{Limit: m.max}
-		return 0, m.err
-	}
-	m.h.Write(p[:n])
-	if err != nil && !errors.Is(err, io.EOF) {
-		m.err = m.fail(err)
-		return n, m.err
-	}
-	return n, err
-}
-
-// bodyError classifies a failure to read the upload's body: the server's
-// cap on the whole request (http.MaxBytesReader) is the size limit too.
-func (s *Service) bodyError(err error) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return &TooLargeError{Limit: s.cfg.MaxSize}
-	}
-	return &IncompleteError{Err: err}
-}
 
 // Get returns the live media id.
 func (s *Service) Get(ctx context.Context, id string) (Media, error) {
@@ -267,10 +164,12 @@ func (s *Service) release(ctx context.Context, id, token string) {
 }
 
 // Sweep finishes interrupted work, idempotently and safely on several
-// replicas: deletion marks older than StuckAfter are cleared, and tombstones
-// whose event has been published lose their object and then their record.
+// replicas: what failed or crashed uploads left is removed (sweepUploads),
+// deletion marks older than StuckAfter are cleared, and tombstones whose
+// event has been published lose their object and then their record.
 // The outbox relay runs it after publishing.
 func (s *Service) Sweep(ctx context.Context) error {
+	uploadsErr := s.sweepUploads(ctx)
 	n, err := s.store.ReleaseStuck(ctx, s.now().Add(-StuckAfter))
 	if err != nil {
 		return err
@@ -292,7 +191,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("purge %s: %w", m.ID, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, uploadsErr)...)
 }
 
 func newToken() string {

@@ -6,6 +6,7 @@
 package miniostore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -180,11 +181,38 @@ func (s *Store) Open(ctx context.Context, key string) (media.Object, error) {
 	return o, nil
 }
 
-// Remove implements media.Blobs; removing a missing key succeeds.
+// Remove implements media.Blobs: the unfinished multipart uploads to key
+// are aborted (a put that failed, or crashed, leaves its parts behind;
+// minio-go's own abort needs the storage up, and a canceled context), then
+// the object is removed. Removing a missing key succeeds.
 func (s *Store) Remove(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
+	if err := s.client.RemoveIncompleteUpload(ctx, s.bucket, key); err != nil {
+		return classify(err)
+	}
 	return classify(s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}))
+}
+
+// AbortUnfinished implements media.Blobs.
+func (s *Store) AbortUnfinished(ctx context.Context, cutoff time.Time) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	var stale []string
+	for u := range s.client.ListIncompleteUploads(ctx, s.bucket, "", true) {
+		if u.Err != nil {
+			return 0, classify(u.Err)
+		}
+		if u.Initiated.Before(cutoff) {
+			stale = append(stale, u.Key)
+		}
+	}
+	for i, key := range stale {
+		if err := s.client.RemoveIncompleteUpload(ctx, s.bucket, key); err != nil {
+			return i, classify(err)
+		}
+	}
+	return len(stale), nil
 }
 
 // Exists reports whether key is in the bucket (for tests and checks).
@@ -227,6 +255,19 @@ func (s *Store) IncompleteUploads(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// StartUnfinished begins a multipart upload to key, sends one part and
+// leaves it unfinished, as an upload that crashed would (for tests).
+func (s *Store) StartUnfinished(ctx context.Context, key string) error {
+	core := minio.Core{Client: s.client}
+	id, err := core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{})
+	if err != nil {
+		return classify(err)
+	}
+	part := bytes.Repeat([]byte{'x'}, 5<<20)
+	_, err = core.PutObjectPart(ctx, s.bucket, key, id, 1, bytes.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{})
+	return classify(err)
 }
 
 // classify maps storage errors: a missing object is media.ErrNotFound; a

@@ -8,11 +8,17 @@
 // turns it into a tombstone (deletedAt) and stores the library.media.deleted
 // event in its outbox. The outbox relay publishes the event; Sweep then
 // removes the tombstone.
+//
+// One live media per content: digest, under a unique index, is
+// "sha256:<hex>" while the record is live or being deleted, and a key of its
+// own once it is a tombstone, so the same bytes can be uploaded again after
+// a deletion. Upload intents live in collection uploads (uploads.go).
 package mongostore
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -34,8 +40,10 @@ const CollectionName = "medias"
 
 // Store implements media.Store.
 type Store struct {
-	coll *mongo.Collection
-	rev  *mongox.Revision
+	coll    *mongo.Collection
+	uploads *mongo.Collection
+	rev     *mongox.Revision
+	log     *slog.Logger
 }
 
 var _ media.Store = (*Store)(nil)
@@ -43,7 +51,8 @@ var _ media.Store = (*Store)(nil)
 // New returns a Store on db. Call EnsureIndexes once at start-up. log
 // receives the failures of revision bumps, which never fail a write.
 func New(db *mongo.Database, log *slog.Logger) *Store {
-	return &Store{coll: db.Collection(CollectionName), rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log)}
+	return &Store{coll: db.Collection(CollectionName), uploads: db.Collection(UploadsCollection),
+		rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log), log: log}
 }
 
 // Revision returns a number that moves after every write that shows or
@@ -56,13 +65,63 @@ func (s *Store) Collection() *mongo.Collection { return s.coll }
 
 // EnsureIndexes creates the indexes; it is idempotent and safe when several
 // replicas start together.
+// Records stored before digests were unique get their digest first.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
-	return mongox.EnsureIndexes(ctx, s.coll,
+	if err := s.giveDigests(ctx); err != nil {
+		return fmt.Errorf("give digests to older records: %w", err)
+	}
+	if err := mongox.EnsureIndexes(ctx, s.coll,
 		mongox.Index("createdAt", false, "createdAt"),
 		mongox.Index("deletingAt", false, "deletingAt"),
 		mongox.Index("deletedAt", false, "deletedAt"),
 		mongox.Index("outbox", false, outbox.CountField),
-	)
+		mongox.Index("digest_unique", true, "digest"),
+		mongox.Index("objectKey", false, "objectKey"),
+	); err != nil {
+		return err
+	}
+	return mongox.EnsureIndexes(ctx, s.uploads, mongox.Index("startedAt", false, "startedAt"))
+}
+
+// digestOf is the unique key of a live record's content.
+func digestOf(sha256 string) string { return "sha256:" + sha256 }
+
+// tombstoneDigest frees a deleted record's digest; '~' is not hex.
+func tombstoneDigest(id string) string { return "~deleted~" + id }
+
+// giveDigests sets the digest of records stored before it existed, oldest
+// first: the first live record of each content gets it, later copies (the
+// same bytes uploaded twice back then) and tombstones a key of their own.
+// Idempotent; replicas starting together may both run it.
+func (s *Store) giveDigests(ctx context.Context) error {
+	cur, err := s.coll.Find(ctx, bson.M{"digest": absent}, options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}}))
+	if err != nil {
+		return err
+	}
+	var docs []mediaDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		key := tombstoneDigest(d.ID)
+		if d.DeletedAt == nil {
+			switch n, err := s.coll.CountDocuments(ctx, bson.M{"digest": digestOf(d.SHA256)}); {
+			case err != nil:
+				return err
+			case n == 0:
+				key = digestOf(d.SHA256)
+			default:
+				key = "~copy~" + d.ID
+			}
+		}
+		if _, err := s.coll.UpdateOne(ctx, bson.M{"_id": d.ID, "digest": absent}, bson.M{"$set": bson.M{"digest": key}}); err != nil {
+			return err
+		}
+	}
+	if len(docs) > 0 {
+		s.log.Info("gave digests to records stored before they were unique", "count", len(docs))
+	}
+	return nil
 }
 
 type mediaDoc struct {
@@ -72,6 +131,9 @@ type mediaDoc struct {
 	Size       int64      `bson:"size"`
 	ObjectKey  string     `bson:"objectKey"`
 	SHA256     string     `bson:"sha256"`
+	Digest     string     `bson:"digest"`
+	Width      int        `bson:"width,omitempty"`
+	Height     int        `bson:"height,omitempty"`
 	CreatedAt  time.Time  `bson:"createdAt"`
 	UpdatedAt  time.Time  `bson:"updatedAt"`
 	CreatedBy  string     `bson:"createdBy,omitempty"`
@@ -84,6 +146,7 @@ type mediaDoc struct {
 func toDoc(m media.Media) mediaDoc {
 	return mediaDoc{
 		ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, ObjectKey: m.ObjectKey, SHA256: m.SHA256,
+		Digest: digestOf(m.SHA256), Width: m.Width, Height: m.Height,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, CreatedBy: m.CreatedBy, UpdatedBy: m.UpdatedBy,
 	}
 }
@@ -91,6 +154,7 @@ func toDoc(m media.Media) mediaDoc {
 func (d mediaDoc) domain() media.Media {
 	return media.Media{
 		ID: d.ID, Name: d.Name, MimeType: d.MimeType, Size: d.Size, ObjectKey: d.ObjectKey, SHA256: d.SHA256,
+		Width: d.Width, Height: d.Height,
 		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy,
 		Deleting: d.DeletingAt != nil,
 	}
@@ -114,9 +178,27 @@ func published(filter bson.M) bson.M {
 
 // Insert implements media.Store.
 func (s *Store) Insert(ctx context.Context, m media.Media) error {
-	defer s.rev.Bump(ctx)
 	_, err := s.coll.InsertOne(ctx, toDoc(m))
+	if mongo.IsDuplicateKeyError(err) {
+		return media.ErrDuplicate // the digest: ids are random
+	}
+	if err == nil {
+		s.rev.Bump(ctx)
+	}
 	return err
+}
+
+// ByDigest implements media.Store.
+func (s *Store) ByDigest(ctx context.Context, sha256 string) (media.Media, error) {
+	var d mediaDoc
+	err := s.coll.FindOne(ctx, bson.M{"digest": digestOf(sha256), "deletedAt": absent}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return media.Media{}, media.ErrNotFound
+	}
+	if err != nil {
+		return media.Media{}, err
+	}
+	return d.domain(), nil
 }
 
 // Get implements media.Store.
@@ -175,7 +257,7 @@ func (s *Store) Tombstone(ctx context.Context, id, token string, at time.Time) e
 	if err != nil {
 		return err
 	}
-	update := bson.M{"$set": bson.M{"deletedAt": at, "updatedAt": at}}
+	update := bson.M{"$set": bson.M{"deletedAt": at, "updatedAt": at, "digest": tombstoneDigest(id)}}
 	if err := outbox.Add(update, ev); err != nil {
 		return err
 	}

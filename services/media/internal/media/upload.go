@@ -1,0 +1,297 @@
+package media
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"image"
+	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	_ "golang.org/x/image/webp" // and WebP (the standard library has no WebP)
+
+	"github.com/doclib/libs/identity"
+)
+
+// Limits of an image's header: more would be a decompression bomb for the
+// apps that lay it out, or a header that does not describe the file.
+const (
+	MaxImageSide   = 65535
+	MaxImagePixels = 100_000_000
+)
+
+// decodable are the image types whose header DecodeConfig reads.
+var decodable = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// Upload stores the file read from r under a name made from filename. The
+// bytes stream to Blobs, never held whole: the type is detected from the
+// first bytes, the size counted, the SHA-256 computed and an image's header
+// read on the way. Bytes already stored as a media are not stored twice: the
+// existing media is returned with created false, also when identical
+// uploads race (the store's unique digest decides; the losers remove their
+// object). On any failure nothing is left behind: no record, and the object
+// and its unfinished parts removed, now or, should the storage be down, by
+// the sweep, which the upload's intent points to.
+func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Media, bool, error) {
+	br := bufio.NewReaderSize(r, sniffLen)
+	head, err := br.Peek(sniffLen)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Media{}, false, s.bodyError(err)
+	}
+	mimeType := detect(head)
+	if !slices.Contains(s.cfg.AllowedTypes, mimeType) {
+		return Media{}, false, &UnsupportedTypeError{Detected: mimeType, Allowed: s.cfg.AllowedTypes}
+	}
+
+	now := s.now()
+	by := identity.Name(ctx)
+	m := Media{ID: NewID(), Name: CleanName(filename), MimeType: mimeType, ObjectKey: newObjectKey(),
+		CreatedAt: now, UpdatedAt: now, CreatedBy: by, UpdatedBy: by}
+	key := m.ObjectKey
+	if err := s.store.Uploads().Begin(ctx, key, now); err != nil {
+		return Media{}, false, err
+	}
+	keep := false // this upload's object stays only once its record is stored
+	defer func() {
+		if !keep {
+			s.discard(ctx, key)
+		}
+	}()
+
+	in := &meter{r: br, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
+	if slices.Contains(decodable, mimeType) {
+		in.header = readHeader()
+		defer in.header.stop()
+	}
+	if err := s.blobs.Put(ctx, m.ObjectKey, mimeType, in); err != nil {
+		if in.err != nil { // the reader failed: that is the cause, not the storage
+			return Media{}, false, in.err
+		}
+		return Media{}, false, err
+	}
+	if in.err != nil { // cannot happen with a well-behaved Blobs, but never keep a partial file
+		return Media{}, false, in.err
+	}
+	m.Size, m.SHA256 = in.n, hex.EncodeToString(in.h.Sum(nil))
+	if in.header != nil {
+		var err error
+		if m.Width, m.Height, err = checkImage(in.header.result()); err != nil {
+			return Media{}, false, err
+		}
+	}
+
+	switch err := s.store.Insert(ctx, m); {
+	case errors.Is(err, ErrDuplicate):
+		// These bytes are stored already (or were just now, by an upload
+		// racing this one): answer with that media; this object goes.
+		existing, err := s.store.ByDigest(ctx, m.SHA256)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Media{}, false, ErrSameBeingDeleted // gone meanwhile: try again
+		case err != nil:
+			return Media{}, false, err
+		case existing.Deleting:
+			return Media{}, false, ErrSameBeingDeleted
+		}
+		return existing, false, nil
+	case err != nil:
+		return Media{}, false, err
+	}
+	keep = true
+	if err := s.store.Uploads().End(ctx, key); err != nil {
+		// The record holds the object: the sweep only drops the intent.
+		s.log.WarnContext(ctx, "could not clear an upload's intent; the sweep will", "object_key", m.ObjectKey, "error", err)
+	}
+	return m, true, nil
+}
+
+// checkImage turns the header's answer into dimensions or an ImageError.
+func checkImage(cfg image.Config, err error) (int, int, error) {
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return 0, 0, &ImageError{Reason: "the file ends inside the image header"}
+	case err != nil:
+		return 0, 0, &ImageError{Reason: "the image header cannot be read (" + strings.TrimPrefix(err.Error(), "image: ") + ")"}
+	case cfg.Width <= 0 || cfg.Height <= 0:
+		return 0, 0, &ImageError{Reason: fmt.Sprintf("the image header gives a size of %d×%d pixels", cfg.Width, cfg.Height)}
+	case cfg.Width > MaxImageSide || cfg.Height > MaxImageSide || cfg.Width*cfg.Height > MaxImagePixels:
+		return 0, 0, &ImageError{Reason: fmt.Sprintf("the image header gives %d×%d pixels; at most %d a side and %d in all",
+			cfg.Width, cfg.Height, MaxImageSide, MaxImagePixels)}
+	}
+	return cfg.Width, cfg.Height, nil
+}
+
+// discard removes what a failed or duplicate upload wrote, the unfinished
+// parts of a multipart upload included, even once the request's context is
+// done. If the storage cannot be reached, the intent is marked failed and
+// the sweep removes the object when the storage is back.
+func (s *Service) discard(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := s.blobs.Remove(ctx, key); err != nil {
+		s.log.WarnContext(ctx, "could not remove the object of a failed upload; the sweep will", "object_key", key, "error", err)
+		if err := s.store.Uploads().Fail(ctx, key); err != nil {
+			s.log.WarnContext(ctx, "could not mark a failed upload for the sweep; it finds it once stale", "object_key", key, "error", err)
+		}
+		return
+	}
+	if err := s.store.Uploads().End(ctx, key); err != nil {
+		s.log.WarnContext(ctx, "could not clear a failed upload's intent; the sweep will", "object_key", key, "error", err)
+	}
+}
+
+// sweepUploads removes what uploads that failed or crashed left: the object
+// and unfinished parts of every stale intent no record holds, and any
+// unfinished multipart upload older than an upload can last (one begun
+// before intents existed, or whose intent is lost).
+func (s *Service) sweepUploads(ctx context.Context) error {
+	cutoff := s.now().Add(-s.cfg.MaxUploadTime - uploadMargin)
+	keys, err := s.store.Uploads().Stale(ctx, cutoff)
+	if err != nil {
+		return fmt.Errorf("stale uploads: %w", err)
+	}
+	var errs []error
+	for _, key := range keys {
+		used, err := s.store.Uploads().Referenced(ctx, key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !used {
+			if err := s.blobs.Remove(ctx, key); err != nil {
+				errs = append(errs, fmt.Errorf("remove object %s of a failed upload: %w", key, err))
+				continue
+			}
+			s.log.InfoContext(ctx, "removed what a failed upload left", "object_key", key)
+		}
+		if err := s.store.Uploads().End(ctx, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n, err := s.blobs.AbortUnfinished(ctx, cutoff); err != nil {
+		errs = append(errs, fmt.Errorf("unfinished uploads: %w", err))
+	} else if n > 0 {
+		s.log.InfoContext(ctx, "aborted unfinished multipart uploads", "count", n)
+	}
+	return errors.Join(errs...)
+}
+
+// uploadMargin is added to MaxUploadTime before an upload counts as over.
+const uploadMargin = 5 * time.Minute
+
+// detect returns the media type of content from its first bytes, without
+// parameters (the bytes decide, not what the uploader claimed).
+func detect(head []byte) string {
+	ct := http.DetectContentType(head)
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	return ct
+}
+
+// meter passes the upload through while counting and hashing it (and
+// feeding an image's header reader), and fails (so Blobs.Put aborts) once
+// more than max bytes came or the body broke off. A broken body must fail
+// with an error of its own: multipart reports a body cut off mid-part as
+// io.ErrUnexpectedEOF, which an uploader would take for a short last chunk
+// and complete a truncated object.
+type meter struct {
+	r      io.Reader
+	max    int64
+	n      int64
+	h      hash.Hash
+	header *headerReader
+	fail   func(error) error
+	err    error
+}
+
+func (m *meter) Read(p []byte) (int, error) {
+	if m.err != nil {
+		return 0, m.err
+	}
+	if room := m.max + 1 - m.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := m.r.Read(p)
+	m.n += int64(n)
+	if m.n > m.max {
+		m.err = &TooLargeError{Limit: m.max}
+		return 0, m.err
+	}
+	m.h.Write(p[:n])
+	if m.header != nil {
+		m.header.feed(p[:n])
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		m.err = m.fail(err)
+		return n, m.err
+	}
+	return n, err
+}
+
+// bodyError classifies a failure to read the upload's body: the server's
+// cap on the whole request (http.MaxBytesReader) is the size limit too.
+func (s *Service) bodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &TooLargeError{Limit: s.cfg.MaxSize}
+	}
+	return &IncompleteError{Err: err}
+}
+
+// headerReader reads an image's header with image.DecodeConfig as the bytes
+// stream past: they are fed through a pipe to a goroutine until the decoder
+// has what it needs, so nothing is held but the decoder's own small buffers,
+// however far into the file the header ends (a JPEG's frame header may come
+// after large metadata segments).
+type headerReader struct {
+	pw   *io.PipeWriter
+	done chan struct{}
+	cfg  image.Config
+	err  error
+	fed  bool // false once the decoder stopped reading
+}
+
+func readHeader() *headerReader {
+	pr, pw := io.Pipe()
+	h := &headerReader{pw: pw, done: make(chan struct{}), fed: true}
+	go func() {
+		defer close(h.done)
+		h.cfg, _, h.err = image.DecodeConfig(pr)
+		pr.CloseWithError(errHeaderRead) // later feeds return at once
+	}()
+	return h
+}
+
+var errHeaderRead = errors.New("image header read")
+
+func (h *headerReader) feed(p []byte) {
+	if h.fed && len(p) > 0 {
+		if _, err := h.pw.Write(p); err != nil {
+			h.fed = false
+		}
+	}
+}
+
+// result ends the feed (a decoder still reading sees the file end) and
+// returns what the decoder found.
+func (h *headerReader) result() (image.Config, error) {
+	h.stop()
+	return h.cfg, h.err
+}
+
+func (h *headerReader) stop() {
+	_ = h.pw.Close()
+	<-h.done
+}
