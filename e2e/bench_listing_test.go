@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/doclib/libs/devserver"
+	"github.com/doclib/libs/testkit"
 )
 
 // listingSettings are the knobs of the listing benchmark, overridable by
@@ -165,7 +166,7 @@ func BenchmarkListingVsNginx(b *testing.B) {
 	})
 	listingSeeder := newListingSeeder(b, st, cfg.seedWorkers)
 
-	rep := &listingReport{cfg: cfg, started: time.Now()}
+	rep := &listingReport{cfg: cfg, started: time.Now(), database: listingDatabase(b)}
 	rep.versions(nginxBin, wrkBin)
 	for _, n := range cfg.sizes {
 		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
@@ -754,6 +755,7 @@ func (r *listingSizeResult) ratios(a, base string) (rps, p99 float64) {
 type listingReport struct {
 	cfg               listingSettings
 	started, finished time.Time
+	database          string // what the stack's services store into
 	nginxV, wrkV      string
 	cpu, kernel       string
 	sizes             []*listingSizeResult
@@ -806,6 +808,17 @@ var listingCriteria = []struct {
 
 var listingTargetSizes = []int{1000, 10000}
 
+// listingDatabase says what the stack stores into: the development
+// database's backend (PostgreSQL where the machine has it, else SQLite),
+// or the MongoDB of TEST_MONGODB_URI.
+func listingDatabase(b *testing.B) string {
+	if os.Getenv("TEST_MONGODB_URI") != "" {
+		return "the MongoDB of TEST_MONGODB_URI"
+	}
+	d := testkit.DevDatabase(b)
+	return fmt.Sprintf("FerretDB on %s, write gate %s", d.Backend, d.Gate)
+}
+
 func (rep *listingReport) markdown() string {
 	var w strings.Builder
 	c := rep.cfg
@@ -816,7 +829,7 @@ func (rep *listingReport) markdown() string {
 	fmt.Fprintf(&w, "- Go %s; nginx %s (Debian package, `sendfile on`, `access_log off`, worker_processes auto); %s\n", strings.TrimPrefix(runtime.Version(), "go"), listingOrUnknown(rep.nginxV), listingOrUnknown(rep.wrkV))
 	fmt.Fprintf(&w, "- Load: `wrk -t%d -c%d -d%s --latency`, %d rounds per target after a 1 s warm-up each; the targets run one after the other, every other round in reverse order. Figures are the median of the rounds; ratios are the median of the same-round ratios.\n",
 		c.threads, c.conns, c.duration, c.rounds)
-	fmt.Fprintf(&w, "- Stack: the e2e stack (FerretDB on SQLite, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at warn level (no access log line per request, as nginx runs with `access_log off`). **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n")
+	fmt.Fprintf(&w, "- Stack: the e2e stack (%s, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at warn level (no access log line per request, as nginx runs with `access_log off`). **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n", rep.database)
 	if c := rep.cfg.cpus; c.pinned {
 		fmt.Fprintf(&w, "- CPUs: wrk alone on CPU %s; everything else (the stack, its backing servers, nginx, this benchmark) on CPU %s, so nginx and the gateway each have the same core(s), and the Go services size GOMAXPROCS to them (`taskset`; `BENCH_PIN=0` shares every CPU).\n", c.load, c.server)
 	} else {
