@@ -50,10 +50,10 @@ func (h *Health) Report(checks map[string]Check) *Health {
 // traffic before the server shuts down.
 func (h *Health) Drain() { h.draining.Store(true) }
 
-// Register adds the two routes to r.
+// Register adds the two routes to r, for GET and HEAD.
 func (h *Health) Register(r gin.IRoutes) {
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "alive"}) })
-	r.GET("/readyz", h.ready)
+	GET(r, "/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "alive"}) })
+	GET(r, "/readyz", h.ready)
 }
 
 func (h *Health) ready(c *gin.Context) {

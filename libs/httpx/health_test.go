@@ -59,3 +59,23 @@ func TestReadiness(t *testing.T) {
 		})
 	}
 }
+
+// The probes answer HEAD as every GET route does (CONTRACT.md §7): some
+// load balancers probe with HEAD.
+func TestProbesAnswerHead(t *testing.T) {
+	t.Parallel()
+	e := gin.New()
+	NewHealth(nil).Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := srv.Client().Head(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") == "" {
+			t.Errorf("HEAD %s: %d %v, want 200 with GET's headers", path, res.StatusCode, res.Header)
+		}
+	}
+}

@@ -53,9 +53,12 @@ func Handler() http.Handler {
 	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{})
 }
 
-// Register serves the metrics at GET /metrics on r: a service's own port,
-// or the gateway's admin listener (never its public one).
+// Register serves the metrics at GET (and HEAD, as every GET route) /metrics
+// on r: a service's own port, or the gateway's admin listener (never its
+// public one).
 func Register(r gin.IRoutes) {
 	h := Handler()
-	r.GET(Path, func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) })
+	serve := func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+	r.GET(Path, serve)
+	r.HEAD(Path, serve)
 }
