@@ -270,14 +270,21 @@ type pendingDoc struct {
 }
 
 // pass publishes and removes the pending entries of every collection. It
-// stops at the first failure, leaving the rest for the next pass. more
+// stops at the first failure, leaving the rest for the next pass, but
+// still measures the backlog of the collections it leaves (one read each),
+// so that their gauges do not freeze for the length of an outage. more
 // reports that a collection had a full batch.
 func (r *Relay) pass(ctx context.Context) (removed int, more bool, err error) {
-	for _, coll := range r.colls {
+	for i, coll := range r.colls {
 		n, full, err := r.passColl(ctx, coll)
 		removed += n
 		more = more || full
 		if err != nil {
+			for _, rest := range r.colls[i+1:] {
+				if docs, err := r.pending(ctx, rest); err == nil {
+					observeBacklog(rest.Name(), docs)
+				}
+			}
 			return removed, more, err
 		}
 	}
@@ -287,16 +294,24 @@ func (r *Relay) pass(ctx context.Context) (removed int, more bool, err error) {
 // publishers bounds the documents published at once in a pass.
 const publishers = 16
 
-func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed int, full bool, err error) {
-	pendingFilter := bson.M{CountField: bson.M{"$gt": 0}}
-	cur, err := coll.Find(ctx, pendingFilter, options.Find().
+// pending reads a batch of the documents of coll that have outbox entries.
+func (r *Relay) pending(ctx context.Context, coll *mongo.Collection) ([]pendingDoc, error) {
+	cur, err := coll.Find(ctx, bson.M{CountField: bson.M{"$gt": 0}}, options.Find().
 		SetProjection(bson.M{"_id": 1, Field: 1, CountField: 1}).SetLimit(int64(r.cfg.BatchSize)))
 	if err != nil {
-		return 0, false, fmt.Errorf("find outboxes in %s: %w", coll.Name(), err)
+		return nil, fmt.Errorf("find outboxes in %s: %w", coll.Name(), err)
 	}
 	var docs []pendingDoc
 	if err := cur.All(ctx, &docs); err != nil {
-		return 0, false, fmt.Errorf("read outboxes in %s: %w", coll.Name(), err)
+		return nil, fmt.Errorf("read outboxes in %s: %w", coll.Name(), err)
+	}
+	return docs, nil
+}
+
+func (r *Relay) passColl(ctx context.Context, coll *mongo.Collection) (removed int, full bool, err error) {
+	docs, err := r.pending(ctx, coll)
+	if err != nil {
+		return 0, false, err
 	}
 	observeBacklog(coll.Name(), docs)
 	// Replicas polling together would otherwise walk the same documents in

@@ -308,6 +308,42 @@ func TestRelayKeepsEntriesDuringNATSOutage(t *testing.T) {
 	t.Logf("%d publish attempts, %d failed", pub.calls.Load(), pub.failures.Load())
 }
 
+// A pass stops at the first collection whose publishes fail, but the
+// backlog of every collection is still measured: taxonomy relays
+// categories then tags, and a category deleted during a NATS outage must
+// not freeze the tags' gauges at what they were before it.
+func TestRelayMeasuresEveryCollectionDuringNATSOutage(t *testing.T) {
+	t.Parallel()
+	first, second := collectionNamed(t, "backlog-first"), collectionNamed(t, "backlog-second")
+	srv := testkit.NATSAt(t, mustFreeAddr(t), t.TempDir())
+	js := connect(t, srv.ClientURL())
+	srv.Shutdown()
+	srv.WaitForShutdown()
+
+	addEvents(t, context.Background(), first, "a", 3)
+	addEvents(t, context.Background(), second, "b", 2)
+	pub := &countingPublisher{Publisher: events.NewPublisher(js, testkit.Logger(t))}
+	run(t, outbox.NewRelay(pub, testkit.Logger(t), outbox.RelayConfig{
+		Interval: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, PublishTimeout: 100 * time.Millisecond,
+	}, first, second))
+
+	waitFor(t, 10*time.Second, "the backlog of both collections in the metrics", func() bool {
+		return testkit.Metric(t, "doclib_outbox_pending_events", "collection", "backlog-first") == 3 &&
+			testkit.Metric(t, "doclib_outbox_pending_events", "collection", "backlog-second") == 2 &&
+			testkit.Metric(t, "doclib_outbox_oldest_pending_event_timestamp_seconds", "collection", "backlog-second") > 0
+	})
+	if pub.failures.Load() == 0 {
+		t.Error("no publish failed, want NATS down")
+	}
+}
+
+func mustFreeAddr(t *testing.T) string {
+	t.Helper()
+	addr, err := devserver.FreeAddr()
+	testkit.Must(t, err, "free address")
+	return addr
+}
+
 func TestTwoRelaysPublishEachEventOnce(t *testing.T) {
 	t.Parallel()
 	coll := collection(t)
