@@ -179,3 +179,72 @@ func checkMetricsNotRouted(t *testing.T, m *manifests) {
 		}
 	}
 }
+
+// Egress follows the endpoints the values name: the port of s3.endpoint,
+// of every server of nats.url, of otel.endpoint and of bo.oidc.issuerUrl
+// (the scheme's when none is written) is open to the service that calls
+// it, and nothing else is. The chart README's own install example moves
+// S3 to 443: with a fixed list of ports, media could not reach it.
+func TestEgressFollowsEndpoints(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	vals := valuesFile(t, "default-values.yaml")
+	vals["s3"] = map[string]any{"endpoint": "minio.minio-tenant:443", "useTLS": true}
+	vals["nats"] = map[string]any{"url": "nats://nats-0.nats:4222, nats://nats-1.nats:14222"}
+	vals["otel"] = map[string]any{"endpoint": "https://otel.example.com"}
+	vals["bo"] = map[string]any{"oidc": map[string]any{"issuerUrl": "https://id.example.com:8443/realms/doclib", "audience": "doclib"}}
+	out, err := render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	m := decode(t, out)
+	want := map[string]string{ // every port each service may reach (53: DNS, UDP and TCP)
+		"taxonomy": "443 4222 14222 27017 53/UDP 53",
+		"catalog":  "443 4222 8081 8083 14222 27017 53/UDP 53",
+		"media":    "443 4222 8082 14222 27017 53/UDP 53",
+		"gateway":  "443 8081 8082 8083 8443 53/UDP 53",
+	}
+	for svc, ports := range want {
+		if got := egressPorts(netpol(t, m, svc)); got != sortedFields(ports) {
+			t.Errorf("%s may reach ports %s, want %s", svc, got, sortedFields(ports))
+		}
+	}
+
+	// Without a port: the scheme's (S3: TLS or not).
+	vals["s3"] = map[string]any{"endpoint": "s3.example.com", "useTLS": false}
+	vals["nats"] = map[string]any{"url": "tls://nats.example.com"}
+	out, err = render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if got := egressPorts(netpol(t, decode(t, out), "media")); got != sortedFields("80 443 4222 8082 27017 53/UDP 53") {
+		t.Errorf("media may reach ports %s, want 80 (S3 without TLS), 443 (OTLP), 4222 (NATS), catalog, MongoDB and DNS", got)
+	}
+}
+
+// egressPorts lists the ports a policy's egress rules open, sorted, each
+// with its protocol when it is not TCP.
+func egressPorts(np *networkingv1.NetworkPolicy) string {
+	seen := map[string]bool{}
+	var ports []string
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			s := p.Port.String()
+			if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
+				s += "/" + string(*p.Protocol)
+			}
+			if !seen[s] {
+				seen[s] = true
+				ports = append(ports, s)
+			}
+		}
+	}
+	slices.Sort(ports)
+	return strings.Join(ports, " ")
+}
+
+func sortedFields(s string) string {
+	f := strings.Fields(s)
+	slices.Sort(f)
+	return strings.Join(f, " ")
+}

@@ -269,6 +269,37 @@ secrets and the downward API come after, then extraEnv.
 {{- end }}
 {{- end }}
 
+{{/*
+The ports of what an egress destination's endpoint names, as a JSON list:
+the port written in s3.endpoint, in each server of nats.url, in
+otel.endpoint or in bo.oidc.issuerUrl, else its scheme's (S3: 443 with TLS,
+80 without; NATS: 4222). The NetworkPolicies open them beside
+networkPolicy.egress.<dest>.ports, so that moving an endpoint never needs
+a second setting to stay reachable. (dict "root" $ "dest" "s3")
+*/}}
+{{- define "doclib.endpointPorts" -}}
+{{- $v := .root.Values }}
+{{- $ports := list }}
+{{- if eq .dest "s3" }}
+{{- $ports = append $ports (include "doclib.hostPort" (dict "host" $v.s3.endpoint "default" (ternary 443 80 $v.s3.useTLS))) }}
+{{- else if eq .dest "nats" }}
+{{- range splitList "," $v.nats.url }}
+{{- $u := trim . }}
+{{- if not (contains "://" $u) }}{{ $u = printf "nats://%s" $u }}{{ end }}
+{{- $ports = append $ports (include "doclib.hostPort" (dict "host" (urlParse $u).host "default" 4222)) }}
+{{- end }}
+{{- else if has .dest (list "otlp" "oidc") }}
+{{- $u := urlParse (ternary $v.otel.endpoint $v.bo.oidc.issuerUrl (eq .dest "otlp")) }}
+{{- $ports = append $ports (include "doclib.hostPort" (dict "host" $u.host "default" (ternary 443 80 (eq $u.scheme "https")))) }}
+{{- end }}
+{{- $ports | toJson }}
+{{- end }}
+
+{{/* The port of host[:port] (IPv6 in brackets), else .default. */}}
+{{- define "doclib.hostPort" -}}
+{{- regexFind ":[0-9]+$" .host | trimPrefix ":" | default .default }}
+{{- end }}
+
 {{/* The Service port /metrics is served on: the gateway's admin listener, a service's own port. */}}
 {{- define "doclib.metricsPort" -}}
 {{- if eq .name "gateway" }}admin{{ else }}http{{ end }}
