@@ -126,9 +126,10 @@ func checkHelmTest(t *testing.T, m *manifests) {
 	}
 }
 
-// The public rate limit is per client only when the gateway believes the
-// ingress controllers' X-Forwarded-For: the chart refuses to render a
-// public ingress with the limit on and no trusted proxies.
+// The public rate limit and the back-office's failed-authentication limit
+// are per client only when the gateway believes the ingress controllers'
+// X-Forwarded-For: the chart refuses to render an ingress whose limit is on
+// without trusted proxies.
 func TestTrustedProxies(t *testing.T) {
 	t.Parallel()
 	ch := loadChart(t)
@@ -140,12 +141,45 @@ func TestTrustedProxies(t *testing.T) {
 	if _, err := render(ch, base()); err == nil || !strings.Contains(err.Error(), "gateway.trustedProxies") {
 		t.Errorf("no trusted proxies: error %v, want the chart's refusal naming gateway.trustedProxies", err)
 	}
+	gatewayEnv := func(kv ...string) func(map[string]any) {
+		return func(v map[string]any) {
+			env := map[string]any{}
+			for i := 0; i < len(kv); i += 2 {
+				env[kv[i]] = kv[i+1]
+			}
+			v["gateway"] = map[string]any{"env": env}
+		}
+	}
+	off := func(keys ...string) func(map[string]any) {
+		return func(v map[string]any) {
+			for _, k := range keys {
+				v[k] = map[string]any{"enabled": false}
+			}
+		}
+	}
+	both := func(a, b func(map[string]any)) func(map[string]any) {
+		return func(v map[string]any) { a(v); b(v) }
+	}
+	// The failed-authentication limit of /bo is per client IP too: behind
+	// the admin ingress without TRUSTED_PROXIES, one client's bad tokens
+	// would lock every back-office user out (429, valid tokens included).
 	for name, vals := range map[string]func(map[string]any){
-		"rate limit off":    func(v map[string]any) { v["gateway"] = map[string]any{"env": map[string]any{"PUBLIC_RATE_LIMIT": "0"}} },
-		"no public ingress": func(v map[string]any) { v["ingress"] = map[string]any{"enabled": false} },
-		"set in env": func(v map[string]any) {
-			v["gateway"] = map[string]any{"env": map[string]any{"TRUSTED_PROXIES": "10.0.0.0/8"}}
-		},
+		"public rate limit off, admin ingress on": gatewayEnv("PUBLIC_RATE_LIMIT", "0"),
+		"no public ingress, admin ingress on":     off("ingress"),
+		"auth failure limit off, public limit on": gatewayEnv("BO_AUTH_FAILURE_LIMIT", "0"),
+	} {
+		v := base()
+		vals(v)
+		if _, err := render(ch, v); err == nil || !strings.Contains(err.Error(), "gateway.trustedProxies") {
+			t.Errorf("%s, no trusted proxies: error %v, want the chart's refusal naming gateway.trustedProxies", name, err)
+		}
+	}
+	for name, vals := range map[string]func(map[string]any){
+		"both limits off":                           gatewayEnv("PUBLIC_RATE_LIMIT", "0", "BO_AUTH_FAILURE_LIMIT", "0"),
+		"no ingress at all":                         off("ingress", "adminIngress"),
+		"public limit off, no admin ingress":        both(gatewayEnv("PUBLIC_RATE_LIMIT", "0"), off("adminIngress")),
+		"auth failure limit off, no public ingress": both(gatewayEnv("BO_AUTH_FAILURE_LIMIT", "0"), off("ingress")),
+		"set in env":                                gatewayEnv("TRUSTED_PROXIES", "10.0.0.0/8"),
 	} {
 		v := base()
 		vals(v)

@@ -134,8 +134,12 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- fail "gateway.port and gateway.adminPort must differ: /bo is served on the admin listener only" }}
 {{- end }}
 {{- $gw := .Values.gateway }}
-{{- if and .Values.ingress.enabled (ne (toString (dig "PUBLIC_RATE_LIMIT" "100" $gw.env)) "0") (not $gw.trustedProxies) (not (dig "TRUSTED_PROXIES" "" $gw.env)) }}
-{{- fail "\n\ngateway.trustedProxies: the public ingress is on, and so is the rate limit per client IP.\nWithout TRUSTED_PROXIES the gateway sees one client, the ingress controller's pod, and every\nmobile user shares its bucket. Set the ingress controllers' pod addresses (usually the pod CIDR):\n  --set-json 'gateway.trustedProxies=[\"10.244.0.0/16\"]'\nor turn the limit off (e.g. when the ingress limits per client):\n  --set-string gateway.env.PUBLIC_RATE_LIMIT=0\n" }}
+{{- /* Both limits count per client IP: behind an ingress, without
+TRUSTED_PROXIES, every client is the controller's pod. */}}
+{{- $publicLimit := and .Values.ingress.enabled (ne (toString (dig "PUBLIC_RATE_LIMIT" "100" $gw.env)) "0") }}
+{{- $authLimit := and .Values.adminIngress.enabled (ne (toString (dig "BO_AUTH_FAILURE_LIMIT" "60" $gw.env)) "0") }}
+{{- if and (or $publicLimit $authLimit) (not $gw.trustedProxies) (not (dig "TRUSTED_PROXIES" "" $gw.env)) }}
+{{- fail (printf "\n\ngateway.trustedProxies: %s per client IP.\nWithout TRUSTED_PROXIES the gateway sees one client, the ingress controller's pod: every mobile\nuser shares one rate-limit bucket, and one back-office client's bad tokens lock every back-office\nuser out (429). Set the ingress controllers' pod addresses (usually the pod CIDR):\n  --set-json 'gateway.trustedProxies=[\"10.244.0.0/16\"]'\nor turn the limits off (e.g. when the ingresses limit per client):\n  --set-string gateway.env.PUBLIC_RATE_LIMIT=0 --set-string gateway.env.BO_AUTH_FAILURE_LIMIT=0\n" (ternary "the public ingress is on with its rate limit" "the admin ingress is on with its limit of failed authentications" $publicLimit)) }}
 {{- end }}
 {{- if and .Values.ingress.enabled .Values.adminIngress.enabled (eq .Values.ingress.host .Values.adminIngress.host) }}
 {{- fail "ingress.host and adminIngress.host must differ: the back-office is served on its own host" }}
