@@ -68,6 +68,7 @@ const (
 	CategoryDeleted = "library.taxonomy.category.deleted"
 	MediaDeleted    = "library.media.deleted"
 	DocumentDeleted = "library.catalog.document.deleted"
+	DocumentPurged  = "library.catalog.document.purged"
 )
 
 // Payloads.
@@ -84,6 +85,11 @@ type (
 		MediaID string `json:"mediaId"`
 	}
 	DocumentDeletedData struct {
+		DocumentID string `json:"documentId"`
+	}
+	// DocumentPurgedData: a document deleted longer ago than the trash
+	// retention is gone for good.
+	DocumentPurgedData struct {
 		DocumentID string `json:"documentId"`
 	}
 )

@@ -25,14 +25,20 @@ import (
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
 	"github.com/doclib/services/catalog/internal/httpapi"
+	"github.com/doclib/services/catalog/internal/library"
 	"github.com/doclib/services/catalog/internal/upstream"
 )
 
 const service = "catalog"
 
-// releaseEvery is how often holds left by writers that died are released
-// (mongostore.ReleaseStale).
-const releaseEvery = 15 * time.Second
+// Background work: holds left by writers that died are released
+// (mongostore.ReleaseStale); the trash is purged of documents older than
+// the retention; the tag categories, which order related documents, are
+// revalidated.
+const (
+	releaseEvery    = 15 * time.Second
+	categoriesEvery = time.Second
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,6 +58,9 @@ type settings struct {
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
 	taxonomyURL *url.URL
 	mediaURL    *url.URL
+	// trashRetention: documents deleted longer ago are purged; 0 keeps
+	// them forever.
+	trashRetention time.Duration
 }
 
 func load(env *config.Env) (settings, error) {
@@ -67,6 +76,8 @@ func load(env *config.Env) (settings, error) {
 		identityKey: proof.LoadKey(env),
 		taxonomyURL: env.URL("TAXONOMY_URL", ""),
 		mediaURL:    env.URL("MEDIA_URL", ""),
+		// CONTRACT.md §8: 30 days unless configured.
+		trashRetention: env.Duration("TRASH_RETENTION", 30*24*time.Hour),
 	}
 	return s, env.Err()
 }
@@ -91,12 +102,26 @@ func run(ctx context.Context) error {
 	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
 		return err
 	}
-	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log, outbox.RelayConfig{}, store.Documents())
+	// A purge stores its event in the document's tombstone; once the relay
+	// has published it, the tombstone can go.
+	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log, outbox.RelayConfig{AfterPublish: func(ctx context.Context) error {
+		_, err := store.SweepPurged(ctx)
+		return err
+	}}, store.Documents())
 	// Stopped at return, after the HTTP server's in-flight requests (and,
 	// deferred after p.Close, before NATS and MongoDB close).
 	stopRelay := relay.Start()
 	defer stopRelay()
-	svc := document.NewService(store, upstream.New(cfg.taxonomyURL, cfg.mediaURL), log)
+	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
+	svc := document.NewService(store, refs, log)
+	// Every document in memory, answering the reads; filled now, in the
+	// background, and kept in step with the store's change sequence.
+	lib := library.New(store, refs, log)
+	go func() {
+		if _, err := lib.Get(ctx, 0); err != nil {
+			log.WarnContext(ctx, "documents not loaded into memory yet; the first read loads them", "error", err)
+		}
+	}()
 	// Documents are served while NATS is down; the consumers start once it
 	// is up (their durable positions wait in the stream meanwhile).
 	stopConsumers := p.WhenNATS("consumers", func(ctx context.Context) (func(context.Context) error, error) {
@@ -117,7 +142,22 @@ func run(ctx context.Context) error {
 		return err
 	})
 	defer stopReleasing()
-	httpapi.New(svc, store, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
+	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
+	defer stopCategories()
+	if cfg.trashRetention > 0 {
+		// Every minute, or more often for a shorter retention (tests).
+		purgeEvery := min(time.Minute, cfg.trashRetention)
+		stopPurging := periodic.Start(ctx, log, "purging the trash", purgeEvery, func(ctx context.Context) error {
+			n, err := svc.PurgeTrash(ctx, time.Now().Add(-cfg.trashRetention), 100)
+			if n > 0 {
+				log.InfoContext(ctx, "documents deleted longer ago than the trash retention were purged", "documents", n)
+				relay.Nudge()
+			}
+			return err
+		})
+		defer stopPurging()
+	}
+	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	// In-flight requests are done: stop taking events (the relay stops at

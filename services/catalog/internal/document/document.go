@@ -49,6 +49,9 @@ type Document struct {
 	Sources   []string
 	ImagesIDs []string
 	File      *File
+	// RelatedIDs are the documents an editor pinned as related, in order
+	// (related.go).
+	RelatedIDs []string
 	// TagSince says which tag each of TagsIDs was checked against: the
 	// tag's createdAt as taxonomy gave it (refs.go). Missing for documents
 	// stored before it was kept.
@@ -66,10 +69,21 @@ type Document struct {
 	UpdatedBy string
 	DeletedBy string // empty unless deleted
 
+	// PurgedAt is when a document deleted longer ago than the trash
+	// retention was purged: only its id and sequence fields are left (a
+	// tombstone, so that sync can still say it was removed).
+	PurgedAt time.Time
+
 	// Seq is the document's place in the store's change sequence: every
-	// write gives it a higher one (Store.Changes).
-	Seq int64
+	// write gives it a higher one. DeletedSeq is the Seq of the write that
+	// deleted it (zero unless deleted): once a purged document is gone for
+	// good, sync cursors from before it are expired (library/sync.go).
+	Seq        int64
+	DeletedSeq int64
 }
+
+// Purged reports whether d is the tombstone of a purged document.
+func (d Document) Purged() bool { return !d.PurgedAt.IsZero() }
 
 // Refs are the ids of tags and media that documents name.
 type Refs struct {
@@ -106,6 +120,7 @@ func (d Document) Clone() Document {
 	d.TagsIDs = slices.Clone(d.TagsIDs)
 	d.Sources = slices.Clone(d.Sources)
 	d.ImagesIDs = slices.Clone(d.ImagesIDs)
+	d.RelatedIDs = slices.Clone(d.RelatedIDs)
 	if d.File != nil {
 		f := *d.File
 		d.File = &f
@@ -127,13 +142,17 @@ type Event int
 // The events a document write can cause.
 const (
 	Deleted Event = iota + 1 // library.catalog.document.deleted
+	Purged                   // library.catalog.document.purged
 )
 
 // Events returns the events of the change from before to after: a document
-// put in the trash is announced.
+// put in the trash, and one purged from it, are announced.
 func Events(before, after Document) []Event {
-	if after.IsDeleted && !before.IsDeleted {
+	switch {
+	case after.IsDeleted && !before.IsDeleted:
 		return []Event{Deleted}
+	case after.Purged() && !before.Purged():
+		return []Event{Purged}
 	}
 	return nil
 }
@@ -194,17 +213,17 @@ type Store interface {
 	// skipping the ones that do not exist, and returns those it changed.
 	UpdateEach(ctx context.Context, ids []string, fn func(*Document) error) ([]Document, error)
 
-	// Get returns a document, deleted or not.
+	// Get returns a document, deleted or not (purged ones are gone).
 	Get(ctx context.Context, id string) (Document, error)
-	// List returns every document (deleted ones when withDeleted), newest
-	// first, ties by id, without their content.
-	List(ctx context.Context, withDeleted bool) ([]Document, error)
 	// Naming returns the ids of documents, deleted or not, that name one of
 	// the references, or are held by a write that may.
 	Naming(ctx context.Context, refs Refs) ([]string, error)
 	// MediaUsers returns the ids of documents not deleted that use the
 	// media, and of documents held by a write that may make them do so.
 	MediaUsers(ctx context.Context, mediaID string) ([]string, error)
+	// Trashed returns up to limit ids of documents deleted before the
+	// given time and not purged.
+	Trashed(ctx context.Context, before time.Time, limit int) ([]string, error)
 }
 
 // References looks up what documents point to, in the services that own it.

@@ -33,6 +33,8 @@ type Input struct {
 	Sources   []string
 	ImagesIDs []string
 	FileID    string
+	// RelatedIDs are pinned related documents (related.go); optional.
+	RelatedIDs []string
 }
 
 // validate checks in against the rules of its type, without asking other
@@ -63,6 +65,7 @@ func validate(in Input) (Document, validation.Errors) {
 	if len(d.TagsIDs) > MaxTags {
 		errs.Add("tagsIds", "must hold at most %d tags (got %d)", MaxTags, len(d.TagsIDs))
 	}
+	d.RelatedIDs = orEmpty(in.RelatedIDs)
 
 	switch d.Type {
 	case Link:
@@ -128,10 +131,11 @@ func (in Input) adds() Refs {
 	return r
 }
 
-// check validates in and checks the references it makes (checkRefs), and
-// returns the document fields it sets. Every failing field is reported at
-// once.
-func check(ctx context.Context, refs References, in Input) (Document, error) {
+// Validate applies the rules of a create or an update to in, references
+// checked with refs (not the pins, which need the store), and returns the
+// document fields it sets: the write path's pure part, for tests and
+// fuzzing. Every failing field is reported at once.
+func Validate(ctx context.Context, refs References, in Input) (Document, error) {
 	d, errs := validate(in)
 	if err := checkRefs(ctx, refs, &d, &errs); err != nil {
 		return Document{}, err
@@ -140,13 +144,6 @@ func check(ctx context.Context, refs References, in Input) (Document, error) {
 		return Document{}, err
 	}
 	return d, nil
-}
-
-// Validate applies the rules of a create or an update to in, references
-// checked with refs, and returns the document fields it sets: the write
-// path's pure part, for tests and fuzzing.
-func Validate(ctx context.Context, refs References, in Input) (Document, error) {
-	return check(ctx, refs, in)
 }
 
 // MaxRefIDLen bounds the ids worth asking about: a tag id is at most 64

@@ -46,6 +46,9 @@ var refs = fakeRefs{
 	},
 }
 
+// check is what a write checks, but the pins (they need a store).
+var check = Validate
+
 func failing(t *testing.T, err error) string {
 	t.Helper()
 	var v validation.Errors

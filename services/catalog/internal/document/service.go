@@ -33,19 +33,33 @@ func NewID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// check validates in and checks the references and pins it makes, for the
+// document self ("" for a new one), and returns the document fields it
+// sets. Every failing field is reported at once.
+func (s *Service) check(ctx context.Context, in Input, self string) (Document, error) {
+	d, errs := validate(in)
+	if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
+		return Document{}, err
+	}
+	if err := checkPins(ctx, s.store, d.RelatedIDs, self, &errs); err != nil {
+		return Document{}, err
+	}
+	if err := errs.Err(); err != nil {
+		return Document{}, err
+	}
+	return d, nil
+}
+
 // Create validates in and stores a new document.
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
-	d, errs := validate(in)
-	if len(errs) > 0 {
+	if _, errs := validate(in); len(errs) > 0 {
 		// A body wrong in itself writes nothing; its references are asked
 		// about too, so that one answer names every failing field.
-		if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
-			return Document{}, err
-		}
-		return Document{}, errs
+		_, err := s.check(ctx, in, "")
+		return Document{}, err
 	}
 	return s.store.Create(ctx, NewID(), in.adds(), func(nd *Document) error {
-		checked, err := check(ctx, s.refs, in)
+		checked, err := s.check(ctx, in, "")
 		if err != nil {
 			return err
 		}
@@ -72,7 +86,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if t := Type(in.Type); t.Valid() && t != d.Type {
 			return ErrTypeImmutable
 		}
-		checked, err := check(ctx, s.refs, in)
+		checked, err := s.check(ctx, in, d.ID)
 		if err != nil {
 			return err
 		}
@@ -93,32 +107,11 @@ func (s *Service) after(prev time.Time) time.Time {
 	return now
 }
 
-// Get returns a document, deleted or not.
-func (s *Service) Get(ctx context.Context, id string) (Document, error) { return s.store.Get(ctx, id) }
-
-// GetLive returns a document that is not deleted (the public side).
-func (s *Service) GetLive(ctx context.Context, id string) (Document, error) {
-	d, err := s.store.Get(ctx, id)
-	if err != nil {
-		return Document{}, err
-	}
-	if d.IsDeleted {
-		return Document{}, ErrNotFound
-	}
-	return d, nil
-}
-
-// List returns documents newest first, without their content; the public
-// side never sees deleted ones.
-func (s *Service) List(ctx context.Context, withDeleted bool) ([]Document, error) {
-	return s.store.List(ctx, withDeleted)
-}
-
 // Delete puts a document in the trash; deleting a deleted document is a
-// no-op. It reports whether this call deleted it.
-func (s *Service) Delete(ctx context.Context, id string) (bool, error) {
+// no-op. It returns the document and whether this call deleted it.
+func (s *Service) Delete(ctx context.Context, id string) (Document, bool, error) {
 	deleted := false
-	_, err := s.store.Update(ctx, id, Refs{}, func(d *Document) error {
+	d, err := s.store.Update(ctx, id, Refs{}, func(d *Document) error {
 		if d.IsDeleted {
 			return ErrUnchanged
 		}
@@ -127,7 +120,7 @@ func (s *Service) Delete(ctx context.Context, id string) (bool, error) {
 		d.DeletedAt, d.DeletedBy = d.UpdatedAt, d.UpdatedBy
 		return nil
 	})
-	return deleted, err
+	return d, deleted, err
 }
 
 // Restore brings a document back from the trash (a no-op on a live one).
@@ -204,6 +197,26 @@ func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (n int, live
 		}
 	}
 	return len(changed), live, err
+}
+
+// PurgeTrash purges the documents deleted before the given time: they are
+// gone for good but for a tombstone, and their purge is announced
+// (library.catalog.document.purged). It returns how many it purged, at
+// most limit a call.
+func (s *Service) PurgeTrash(ctx context.Context, before time.Time, limit int) (int, error) {
+	ids, err := s.store.Trashed(ctx, before, limit)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	purged, err := s.store.UpdateEach(ctx, ids, func(d *Document) error {
+		if !d.IsDeleted || d.Purged() || !d.DeletedAt.Before(before) {
+			return ErrUnchanged // restored, or purged, meanwhile
+		}
+		*d = Document{ID: d.ID, Type: d.Type, IsDeleted: true, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+			DeletedAt: d.DeletedAt, DeletedSeq: d.DeletedSeq, PurgedAt: s.now()}
+		return nil
+	})
+	return len(purged), err
 }
 
 // MediaUsers returns the live documents that use a media, and those a

@@ -6,64 +6,17 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/document/doctest"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
-
-// world stands in for taxonomy and media: which tags and media exist now.
-// Tests change it while writes run.
-type world struct {
-	mu     sync.Mutex
-	tags   map[string]time.Time
-	medias map[string]document.Media
-	err    error
-	// onMedias, when set, runs at the start of each media lookup.
-	onMedias func()
-}
-
-func (w *world) Tags(_ context.Context, ids []string) (map[string]time.Time, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]time.Time{}
-	for _, id := range ids {
-		if at, ok := w.tags[id]; ok {
-			out[id] = at
-		}
-	}
-	return out, w.err
-}
-
-func (w *world) Medias(_ context.Context, ids []string) (map[string]document.Media, error) {
-	w.mu.Lock()
-	hook := w.onMedias
-	w.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]document.Media{}
-	for _, id := range ids {
-		if m, ok := w.medias[id]; ok {
-			out[id] = m
-		}
-	}
-	return out, w.err
-}
-
-func (w *world) set(f func(w *world)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	f(w)
-}
 
 var (
 	t1     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -72,11 +25,11 @@ var (
 	newDoc = document.Input{Type: "MARKDOWN", Title: "T", Content: "x", TagsIDs: []string{"a", "b"}, ImagesIDs: []string{"png"}}
 )
 
-func newWorld() *world {
-	return &world{tags: map[string]time.Time{"a": t1, "b": t1}, medias: map[string]document.Media{"pdf": pdf, "png": png}}
+func newWorld() *doctest.World {
+	return doctest.New().Tag("a", t1, "c").Tag("b", t1, "c").Media(pdf).Media(png)
 }
 
-func newService(t *testing.T, w *world) (*document.Service, *mongostore.Store) {
+func newService(t *testing.T, w *doctest.World) (*document.Service, *mongostore.Store) {
 	t.Helper()
 	t.Parallel()
 	store := mongostore.New(testkit.Mongo(t), slog.New(slog.DiscardHandler))
@@ -103,7 +56,7 @@ func TestCreate(t *testing.T) {
 	if got := document.Failing(t, err); got != "fileId" {
 		t.Errorf("failing fields %s", got)
 	}
-	if all, _ := store.List(ctx, true); len(all) != 1 {
+	if all, _ := store.Changes(ctx, 0, "", 10); len(all) != 1 {
 		t.Errorf("refused creates left documents: %v", all)
 	}
 }
@@ -126,28 +79,23 @@ func TestUpdateDeleteRestore(t *testing.T) {
 		t.Errorf("updated %+v", u)
 	}
 	for i, want := range []bool{true, false} {
-		deleted, err := svc.Delete(ctx, d.ID)
+		_, deleted, err := svc.Delete(ctx, d.ID)
 		if err != nil || deleted != want {
 			t.Errorf("delete #%d = %v, %v; want %v", i+1, deleted, err, want)
 		}
 	}
-	if _, err := svc.Delete(ctx, "nope"); !errors.Is(err, document.ErrNotFound) {
+	if _, _, err := svc.Delete(ctx, "nope"); !errors.Is(err, document.ErrNotFound) {
 		t.Errorf("delete unknown = %v", err)
 	}
 	if _, err := svc.Update(ctx, d.ID, document.Input{Type: "PDF", Title: "x", FileID: "pdf"}); !errors.Is(err, document.ErrDeleted) {
 		t.Errorf("PATCH of a deleted document = %v", err)
-	}
-	if _, err := svc.GetLive(ctx, d.ID); !errors.Is(err, document.ErrNotFound) {
-		t.Errorf("public read of a deleted document = %v", err)
 	}
 	got, _ := store.Get(ctx, d.ID)
 	if !got.IsDeleted || got.DeletedAt.IsZero() {
 		t.Errorf("deleted document %+v", got)
 	}
 	// Its media is being deleted meanwhile: it comes back without it.
-	w.set(func(w *world) {
-		w.medias["pdf"] = document.Media{ID: "pdf", MimeType: "application/pdf", Deleting: true}
-	})
+	w.Media(document.Media{ID: "pdf", MimeType: "application/pdf", Deleting: true})
 	r, err := svc.Restore(ctx, d.ID)
 	testkit.Must(t, err, "Restore")
 	if r.IsDeleted || !r.DeletedAt.IsZero() || r.File != nil || strings.Join(r.TagsIDs, ",") != "b" {
@@ -163,10 +111,8 @@ func TestUpdateDeleteRestore(t *testing.T) {
 func TestReferencesGoneAtTheLookupAreRefused(t *testing.T) {
 	w := newWorld()
 	svc, _ := newService(t, w)
-	w.set(func(w *world) {
-		delete(w.tags, "b")
-		w.medias["png"] = document.Media{ID: "png", MimeType: "image/png", Deleting: true}
-	})
+	w.Untag("b")
+	w.Media(document.Media{ID: "png", MimeType: "image/png", Deleting: true})
 	_, err := svc.Create(context.Background(), newDoc)
 	if got := document.Failing(t, err); got != "tagsIds[1],imagesIds[0]" {
 		t.Errorf("failing fields %s", got)
@@ -181,9 +127,7 @@ func TestAWriteInFlightCountsAsAUser(t *testing.T) {
 	ctx := context.Background()
 	var users []string
 	var askErr error
-	w.set(func(w *world) {
-		w.onMedias = func() { users, askErr = svc.MediaUsers(ctx, "png") }
-	})
+	w.OnMedias(func() { users, askErr = svc.MediaUsers(ctx, "png") })
 	d, err := svc.Create(ctx, newDoc)
 	testkit.Must(t, err, "Create")
 	testkit.Must(t, askErr, "MediaUsers")
@@ -202,14 +146,14 @@ func TestTagsDeleted(t *testing.T) {
 	testkit.Must(t, err, "Create")
 	trashed, err := svc.Create(ctx, newDoc)
 	testkit.Must(t, err, "Create")
-	_, err = svc.Delete(ctx, trashed.ID)
+	_, _, err = svc.Delete(ctx, trashed.ID)
 	testkit.Must(t, err, "Delete")
 	// a is deleted and created anew; a document is checked against the new a.
-	w.set(func(w *world) { w.tags["a"] = t1.Add(time.Hour) })
+	w.Tag("a", t1.Add(time.Hour), "c")
 	fresh, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "L", URL: "https://x.org", TagsIDs: []string{"a"}})
 	testkit.Must(t, err, "Create")
 	// b is deleted for good.
-	w.set(func(w *world) { delete(w.tags, "b") })
+	w.Untag("b")
 
 	for i := range 2 { // twice: idempotent
 		n, err := svc.TagsDeleted(ctx, []string{"a", "b"})
@@ -226,7 +170,7 @@ func TestTagsDeleted(t *testing.T) {
 			t.Errorf("document %s has tags %v, want [%s]", c.id, d.TagsIDs, c.want)
 		}
 	}
-	w.set(func(w *world) { w.err = &document.UnavailableError{Service: "taxonomy", Err: errors.New("down")} })
+	w.Fail(&document.UnavailableError{Service: "taxonomy", Err: errors.New("down")})
 	if _, err := svc.TagsDeleted(ctx, []string{"a"}); !document.IsUnavailable(err) {
 		t.Errorf("TagsDeleted with taxonomy down = %v, want unavailable", err)
 	}
@@ -239,7 +183,7 @@ func TestMediaDeleted(t *testing.T) {
 	testkit.Must(t, err, "Create")
 	p, err := svc.Create(ctx, document.Input{Type: "PDF", Title: "P", FileID: "pdf"})
 	testkit.Must(t, err, "Create")
-	_, err = svc.Delete(ctx, p.ID)
+	_, _, err = svc.Delete(ctx, p.ID)
 	testkit.Must(t, err, "Delete")
 	for _, id := range []string{"pdf", "png"} {
 		n, liveUsers, err := svc.MediaDeleted(ctx, id)
@@ -273,7 +217,7 @@ func TestLegacyDocumentsAndATagCreatedAnew(t *testing.T) {
 		return d.ID
 	}
 	before, after := mk(t1), mk(t1.Add(2*time.Hour))
-	w.set(func(w *world) { w.tags["a"] = t1.Add(time.Hour) })
+	w.Tag("a", t1.Add(time.Hour), "c")
 	_, err := svc.TagsDeleted(ctx, []string{"a"})
 	testkit.Must(t, err, "TagsDeleted")
 	b, _ := store.Get(ctx, before)
@@ -297,18 +241,55 @@ func TestWhoChangedIt(t *testing.T) {
 	}
 	_, err = svc.Update(as("bob"), d.ID, newDoc)
 	testkit.Must(t, err, "Update")
-	_, err = svc.Delete(as("carol"), d.ID)
+	_, _, err = svc.Delete(as("carol"), d.ID)
 	testkit.Must(t, err, "Delete")
 	got, _ := store.Get(context.Background(), d.ID)
 	if got.CreatedBy != "alice" || got.UpdatedBy != "carol" || got.DeletedBy != "carol" || got.DeletedAt.IsZero() {
 		t.Errorf("after bob's PATCH and carol's DELETE: %+v", got)
 	}
-	w.set(func(w *world) { delete(w.tags, "a") })
+	w.Untag("a")
 	_, err = svc.TagsDeleted(context.Background(), []string{"a"})
 	testkit.Must(t, err, "TagsDeleted")
 	r, err := svc.Restore(as("dave"), d.ID)
 	testkit.Must(t, err, "Restore")
 	if r.CreatedBy != "alice" || r.UpdatedBy != "dave" || r.DeletedBy != "" || !r.DeletedAt.IsZero() || strings.Join(r.TagsIDs, ",") != "b" {
 		t.Errorf("restored by dave: %+v", r)
+	}
+}
+
+// Pinned related documents must be live documents other than the one
+// written, each once.
+func TestPins(t *testing.T) {
+	svc, _ := newService(t, newWorld())
+	ctx := context.Background()
+	link := func(title string, pins ...string) document.Input {
+		return document.Input{Type: "LINK", Title: title, URL: "https://x.org", RelatedIDs: pins}
+	}
+	a, err := svc.Create(ctx, link("a"))
+	testkit.Must(t, err, "Create")
+	gone, err := svc.Create(ctx, link("gone"))
+	testkit.Must(t, err, "Create")
+	_, _, err = svc.Delete(ctx, gone.ID)
+	testkit.Must(t, err, "Delete")
+	b, err := svc.Create(ctx, link("b", a.ID))
+	testkit.Must(t, err, "Create with a pin")
+	if strings.Join(b.RelatedIDs, ",") != a.ID {
+		t.Errorf("pins %v", b.RelatedIDs)
+	}
+	_, err = svc.Update(ctx, b.ID, link("b", a.ID, gone.ID, "nope", b.ID, a.ID))
+	if got := document.Failing(t, err); got != "relatedIds[1],relatedIds[2],relatedIds[3],relatedIds[4]" {
+		t.Errorf("failing fields %s", got)
+	}
+	_, err = svc.Create(ctx, document.Input{Type: "LINK", Title: "", URL: "https://x.org", RelatedIDs: []string{"nope"}})
+	if got := document.Failing(t, err); got != "title,relatedIds[0]" {
+		t.Errorf("failing fields %s", got)
+	}
+	eleven := make([]string, document.MaxPins+1)
+	for i := range eleven {
+		eleven[i] = a.ID
+	}
+	_, err = svc.Create(ctx, link("c", eleven...))
+	if got := document.Failing(t, err); got != "relatedIds" {
+		t.Errorf("failing fields %s", got)
 	}
 }

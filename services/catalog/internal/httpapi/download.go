@@ -20,31 +20,17 @@ import (
 	"github.com/doclib/services/catalog/internal/document"
 )
 
-const (
-	publicCheckEvery = 100 * time.Millisecond
-	// maxAge re-reads the listing from the store even though the revision
-	// did not move, in case a bump was lost. Every re-read costs a read of
-	// the whole collection (about 150 ms of CPU at 1,000 documents on the
-	// benchmark machine, measured), so it is rare.
-	maxAge = time.Minute
-)
-
 // download serves a document's file: PDF streams the media's bytes from the
 // media service (Range and conditional headers pass through); MARKDOWN and
 // HTML serve the content as a file; LINK has none.
 func (h *Handler) download(admin bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		var d document.Document
-		var err error
-		if admin {
-			d, err = h.svc.Get(c, c.Param("id"))
-		} else {
-			d, err = h.svc.GetLive(c, c.Param("id"))
-		}
+		_, found, err := h.find(c, sideOf(admin))
 		if err != nil {
 			fail(c, err)
 			return
 		}
+		d := *found
 		switch {
 		case d.Type == document.PDF && d.File != nil:
 			if !documentDates(c, d.UpdatedAt) {

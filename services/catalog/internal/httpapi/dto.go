@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
+
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/library"
 )
 
 // documentInput is DocumentCreate / DocumentUpdate: the common fields plus
@@ -16,11 +19,13 @@ type documentInput struct {
 	Sources   []string `json:"sources"`
 	ImagesIDs []string `json:"imagesIds"`
 	FileID    string   `json:"fileId"`
+	// RelatedIDs is optional: absent or null pins nothing.
+	RelatedIDs []string `json:"relatedIds"`
 }
 
 func (in documentInput) domain() document.Input {
 	return document.Input{Type: in.Type, Title: in.Title, TagsIDs: in.TagsIDs, URL: in.URL,
-		Content: in.Content, Sources: in.Sources, ImagesIDs: in.ImagesIDs, FileID: in.FileID}
+		Content: in.Content, Sources: in.Sources, ImagesIDs: in.ImagesIDs, FileID: in.FileID, RelatedIDs: in.RelatedIDs}
 }
 
 // documentShort is DocumentShort; documentAdminShort adds the BO fields.
@@ -71,10 +76,13 @@ type documentDetail struct {
 	Sources   []string  `json:"sources"`
 	ImagesIDs *[]string `json:"imagesIds,omitempty"` // a pointer: [] must show on MARKDOWN and HTML
 	File      *fileRef  `json:"file,omitempty"`
+	// RelatedDocuments are at most 5 live documents (document.Related).
+	RelatedDocuments []documentShort `json:"relatedDocuments"`
 }
 
 type documentAdmin struct {
 	documentDetail
+	RelatedIDs []string `json:"relatedIds"`
 	audit
 }
 
@@ -91,10 +99,14 @@ func toAdminShort(s document.Document) documentAdminShort {
 	return documentAdminShort{documentShort: toShort(s), audit: toAudit(s)}
 }
 
-func toDetail(d document.Document) documentDetail {
+func toDetail(d document.Document, related []*document.Document) documentDetail {
 	out := documentDetail{
-		documentShort: documentShort{ID: d.ID, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: d.TagsIDs},
-		Sources:       []string{},
+		documentShort:    documentShort{ID: d.ID, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: d.TagsIDs},
+		Sources:          []string{},
+		RelatedDocuments: make([]documentShort, len(related)),
+	}
+	for i, r := range related {
+		out.RelatedDocuments[i] = toShort(*r)
 	}
 	if d.Type.Inline() {
 		content, images := d.Content, d.ImagesIDs
@@ -109,6 +121,37 @@ func toDetail(d document.Document) documentDetail {
 	return out
 }
 
-func toAdmin(d document.Document) documentAdmin {
-	return documentAdmin{documentDetail: toDetail(d), audit: toAudit(d)}
+func toAdmin(d document.Document, related []*document.Document) documentAdmin {
+	pins := d.RelatedIDs
+	if pins == nil {
+		pins = []string{}
+	}
+	return documentAdmin{documentDetail: toDetail(d, related), RelatedIDs: pins, audit: toAudit(d)}
+}
+
+// syncPage is the answer of GET /public/sync (CONTRACT.md §8).
+type syncPage struct {
+	Cursor             string          `json:"cursor"`
+	HasMore            bool            `json:"hasMore"`
+	Documents          []syncDocument  `json:"documents"`
+	RemovedDocumentIDs []string        `json:"removedDocumentIds"`
+	TagCategories      json.RawMessage `json:"tagCategories,omitempty"`
+}
+
+// syncDocument is DocumentShort with updatedAt.
+type syncDocument struct {
+	documentShort
+	UpdatedAt string `json:"updatedAt"`
+}
+
+func toSyncPage(p library.Page) syncPage {
+	out := syncPage{Cursor: p.Next.String(), HasMore: p.HasMore, Documents: make([]syncDocument, len(p.Documents)),
+		RemovedDocumentIDs: p.Removed, TagCategories: p.Categories}
+	for i, d := range p.Documents {
+		out.Documents[i] = syncDocument{documentShort: toShort(*d), UpdatedAt: httpx.FormatTime(d.UpdatedAt)}
+	}
+	if out.RemovedDocumentIDs == nil {
+		out.RemovedDocumentIDs = []string{}
+	}
+	return out
 }

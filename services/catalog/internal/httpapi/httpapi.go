@@ -6,11 +6,11 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,18 +19,20 @@ import (
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/library"
 )
 
-// Revisioner tells when documents last changed (the store does).
-type Revisioner interface {
-	Revision(ctx context.Context) (int64, error)
-}
+// publicLag is how stale a public read may be: a write through another
+// replica shows on the public side within it. Back-office reads allow none,
+// nor a public one that asks for a revalidated answer (Cache-Control:
+// no-cache, as the gateway asks after a back-office write through it).
+const publicLag = 100 * time.Millisecond
 
-// Handler serves the catalog routes.
+// Handler serves the catalog routes, reads from the replica's memory
+// (library), writes through the domain service.
 type Handler struct {
 	svc       *document.Service
-	public    *rendering.Cache[*rendering.Rendering]
-	admin     *rendering.Cache[*rendering.Rendering]
+	lib       *library.Library
 	media     http.Handler // proxies PDF downloads to the media service
 	onDeleted func()
 }
@@ -44,105 +46,147 @@ type Options struct {
 }
 
 // New returns a Handler.
-func New(svc *document.Service, rev Revisioner, opt Options) *Handler {
-	h := &Handler{svc: svc, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted}
+func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
+	h := &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted}
 	if h.onDeleted == nil {
 		h.onDeleted = func() {}
 	}
-	// Each listing is rendered once per revision (rendering.Cache); the
-	// public one may lag writes through other replicas by up to
-	// publicCheckEvery, the back-office one compares the revision on every
-	// request.
-	h.public = &rendering.Cache[*rendering.Rendering]{Revision: rev.Revision, MaxAge: maxAge,
-		Load: func(ctx context.Context) (*rendering.Rendering, error) { return h.render(ctx, false) }}
-	h.admin = &rendering.Cache[*rendering.Rendering]{Revision: rev.Revision, MaxAge: maxAge,
-		Load: func(ctx context.Context) (*rendering.Rendering, error) { return h.render(ctx, true) }}
 	return h
 }
 
 // Register adds the routes to r; every GET answers HEAD too.
 func (h *Handler) Register(r gin.IRouter) {
 	httpx.GET(r, "/public/documents", h.list(false))
-	httpx.GET(r, "/public/documents/:id/detail", h.publicDetail)
+	httpx.GET(r, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
+	httpx.GET(r, "/public/sync", h.sync)
 
 	httpx.GET(r, "/bo/documents", h.list(true))
 	r.POST("/bo/documents", h.create)
 	r.PATCH("/bo/documents/:id", h.update)
 	r.DELETE("/bo/documents/:id", h.delete)
-	httpx.GET(r, "/bo/documents/:id/detail", h.adminDetail)
+	httpx.GET(r, "/bo/documents/:id/detail", h.detail(true))
 	httpx.GET(r, "/bo/documents/:id/download", h.download(true))
 	r.POST("/bo/documents/:id/restore", h.restore)
 
 	httpx.GET(r, "/internal/media-usage/:id", h.mediaUsage)
 }
 
-func (h *Handler) render(ctx context.Context, admin bool) (*rendering.Rendering, error) {
-	docs, err := h.svc.List(ctx, admin)
-	if err != nil {
-		return nil, err
-	}
-	if admin {
-		out := make([]documentAdminShort, len(docs))
-		for i, d := range docs {
-			out[i] = toAdminShort(d)
-		}
-		return rendering.JSON(out)
-	}
-	out := make([]documentShort, len(docs))
-	for i, d := range docs {
-		out[i] = toShort(d)
-	}
-	return rendering.JSON(out)
+// side is what differs between a public and a back-office read.
+type side struct {
+	admin        bool
+	lag          time.Duration
+	cacheControl string
 }
 
-// list serves the listing's rendering: ETag, 304, compression. A public
-// read that asks for a revalidated answer (Cache-Control: no-cache, as the
-// gateway does after a back-office write through it) compares the revision
-// first, like a back-office one.
-func (h *Handler) list(admin bool) gin.HandlerFunc {
-	cache, lag, cacheControl := h.public, publicCheckEvery, rendering.Public
+func sideOf(admin bool) side {
 	if admin {
-		cache, lag, cacheControl = h.admin, 0, rendering.Private
+		return side{admin: true, lag: 0, cacheControl: rendering.Private}
 	}
+	return side{lag: publicLag, cacheControl: rendering.Public}
+}
+
+// list serves a listing rendered once per snapshot: ETag, 304, compression.
+func (h *Handler) list(admin bool) gin.HandlerFunc {
+	sd := sideOf(admin)
 	return func(c *gin.Context) {
-		r, err := cache.Get(c, rendering.MaxLag(c.Request, lag))
+		s, err := h.lib.Get(c, rendering.MaxLag(c.Request, sd.lag))
 		if err != nil {
 			fail(c, err)
 			return
 		}
-		r.Serve(c.Writer, c.Request, cacheControl)
+		r, err := memo(s, fmt.Sprintf("list:%v", admin), func() (any, error) {
+			docs := s.Listing(admin)
+			if admin {
+				out := make([]documentAdminShort, len(docs))
+				for i, d := range docs {
+					out[i] = toAdminShort(*d)
+				}
+				return out, nil
+			}
+			out := make([]documentShort, len(docs))
+			for i, d := range docs {
+				out[i] = toShort(*d)
+			}
+			return out, nil
+		})
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		r.Serve(c.Writer, c.Request, sd.cacheControl)
 	}
 }
 
-// publicDetail and adminDetail render the document on each request (the
-// catalog's in-memory document model will keep them rendered), so that
-// they are conditional and compressed like every other read.
-func (h *Handler) publicDetail(c *gin.Context) {
-	d, err := h.svc.GetLive(c, c.Param("id"))
+// memo returns the JSON rendering of what build makes, once per snapshot.
+func memo(s *library.Snapshot, key string, build func() (any, error)) (*rendering.Rendering, error) {
+	r, err := s.Memo(key, func() (any, error) {
+		v, err := build()
+		if err != nil {
+			return nil, err
+		}
+		return rendering.JSON(v)
+	})
 	if err != nil {
-		fail(c, err)
-		return
+		return nil, err
 	}
-	serveJSON(c, toDetail(d), rendering.Public)
+	return r.(*rendering.Rendering), nil
 }
 
-func (h *Handler) adminDetail(c *gin.Context) {
-	d, err := h.svc.Get(c, c.Param("id"))
-	if err != nil {
-		fail(c, err)
-		return
+// find returns the document id as the side sees it (the public side: live
+// only). A public read that does not find it looks again in a fresh
+// snapshot: it may have been created a moment ago through another replica.
+func (h *Handler) find(c *gin.Context, sd side) (*library.Snapshot, *document.Document, error) {
+	id := c.Param("id")
+	sd.lag = rendering.MaxLag(c.Request, sd.lag)
+	s, err := h.lib.Get(c, sd.lag)
+	for attempt := 0; err == nil; attempt++ {
+		if d, ok := s.Doc(id); ok && (sd.admin || !d.IsDeleted) {
+			return s, d, nil
+		}
+		if attempt == 1 || sd.lag == 0 {
+			return nil, nil, document.ErrNotFound
+		}
+		s, err = h.lib.Get(c, 0)
 	}
-	serveJSON(c, toAdmin(d), rendering.Private)
+	return nil, nil, err
 }
 
-func serveJSON(c *gin.Context, v any, cacheControl string) {
-	r, err := rendering.JSON(v)
-	if err != nil {
-		fail(c, err)
-		return
+// detail serves a document with its related documents, rendered once per
+// snapshot.
+func (h *Handler) detail(admin bool) gin.HandlerFunc {
+	sd := sideOf(admin)
+	return func(c *gin.Context) {
+		s, d, err := h.find(c, sd)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		r, err := memo(s, fmt.Sprintf("detail:%v:%s", admin, d.ID), func() (any, error) {
+			return toDetailOf(s, d, admin), nil
+		})
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		r.Serve(c.Writer, c.Request, sd.cacheControl)
 	}
-	r.Serve(c.Writer, c.Request, cacheControl)
+}
+
+// toDetailOf is d's detail as a side shows it, with its related documents.
+func toDetailOf(s *library.Snapshot, d *document.Document, admin bool) any {
+	related := s.Related(d)
+	if admin {
+		return toAdmin(*d, related)
+	}
+	return toDetail(*d, related)
+}
+
+// written puts a document this replica wrote into its memory, and answers
+// it as the back-office sees it.
+func (h *Handler) written(c *gin.Context, status int, d document.Document) {
+	h.lib.Put(d)
+	c.JSON(status, toDetailOf(h.lib.Current(), &d, true))
 }
 
 func (h *Handler) create(c *gin.Context) {
@@ -155,9 +199,8 @@ func (h *Handler) create(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.changed()
 	c.Header("Location", "/bo/documents/"+d.ID+"/detail")
-	c.JSON(http.StatusCreated, toAdmin(d))
+	h.written(c, http.StatusCreated, d)
 }
 
 func (h *Handler) update(c *gin.Context) {
@@ -170,18 +213,17 @@ func (h *Handler) update(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.changed()
-	c.JSON(http.StatusOK, toAdmin(d))
+	h.written(c, http.StatusOK, d)
 }
 
 func (h *Handler) delete(c *gin.Context) {
-	deleted, err := h.svc.Delete(c, c.Param("id"))
+	d, deleted, err := h.svc.Delete(c, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if deleted {
-		h.changed()
+		h.lib.Put(d)
 		h.onDeleted()
 	}
 	c.Status(http.StatusNoContent)
@@ -193,8 +235,28 @@ func (h *Handler) restore(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.changed()
-	c.JSON(http.StatusOK, toAdmin(d))
+	h.written(c, http.StatusOK, d)
+}
+
+// sync serves a page of the sync feed (library/sync.go), conditional and
+// compressed like every public read.
+func (h *Handler) sync(c *gin.Context) {
+	raw, given := c.GetQuery("cursor")
+	if given && raw == "" {
+		fail(c, library.ErrBadCursor)
+		return
+	}
+	p, err := h.lib.Sync(c, raw, rendering.MaxLag(c.Request, publicLag))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	r, err := rendering.JSON(toSyncPage(p))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	r.Serve(c.Writer, c.Request, rendering.Public)
 }
 
 func (h *Handler) mediaUsage(c *gin.Context) {
@@ -204,11 +266,6 @@ func (h *Handler) mediaUsage(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, mediaUsage{InUse: len(ids) > 0, DocumentIDs: ids})
-}
-
-func (h *Handler) changed() {
-	h.public.Invalidate()
-	h.admin.Invalidate()
 }
 
 // fail answers with the problem for err: the one place where the catalog's
@@ -230,6 +287,10 @@ func fail(c *gin.Context, err error) {
 			return problem.New(http.StatusNotFound, "no_file", fmt.Sprintf("document '%s' has no file to download", id))
 		case errors.Is(err, document.ErrConflict):
 			return problem.Conflict("conflict", "another write to this document has been under way for too long; try again")
+		case errors.Is(err, library.ErrBadCursor):
+			return problem.BadRequest(fmt.Sprintf("the cursor is not one this service made (%v); sync again without one", err))
+		case errors.Is(err, library.ErrCursorExpired):
+			return problem.New(http.StatusGone, "cursor_expired", "the cursor is older than the removals kept; sync again without one")
 		case errors.As(err, &unavailable):
 			return problem.Unavailable(fmt.Sprintf("the %s is unavailable, so the references could not be checked; try again shortly", unavailable.Service)).With("Retry-After", "5")
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,6 +84,41 @@ func (c *Client) Medias(ctx context.Context, ids []string) (map[string]document.
 		out[m.ID] = document.Media{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Deleting: m.Deleting}
 	}
 	return out, nil
+}
+
+// maxCategories bounds the tag categories' body (every category with its
+// tags: some hundreds of KiB at most).
+const maxCategories = 16 << 20
+
+// Categories gives the tag categories as the public API shows them (GET
+// /public/tags-categories of taxonomy), revalidated with etag: changed is
+// false when taxonomy answers 304.
+func (c *Client) Categories(ctx context.Context, etag string) (body []byte, newETag string, changed bool, err error) {
+	const service = "taxonomy service"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.taxonomy.JoinPath("/public/tags-categories").String(), nil)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, "", false, &document.UnavailableError{Service: service, Err: err}
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return nil, etag, false, nil
+	case http.StatusOK:
+	default:
+		return nil, "", false, &document.UnavailableError{Service: service, Err: fmt.Errorf("tag categories answered %s", resp.Status)}
+	}
+	body, err = io.ReadAll(io.LimitReader(resp.Body, maxCategories))
+	if err != nil {
+		return nil, "", false, &document.UnavailableError{Service: service, Err: fmt.Errorf("tag categories: %w", err)}
+	}
+	return body, resp.Header.Get("ETag"), true, nil
 }
 
 // ask asks service which of ids exist, lookup.MaxIDs ids at a time (a

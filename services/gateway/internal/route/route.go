@@ -111,6 +111,7 @@ func table() []Route {
 		{"GET", "/public/documents", Catalog, NoBody},
 		{"GET", "/public/documents/:id/detail", Catalog, NoBody},
 		{"GET", "/public/documents/:id/download", Catalog, NoBody},
+		{"GET", "/public/sync", Catalog, NoBody},
 		{"GET", "/bo/documents", Catalog, NoBody},
 		{"POST", "/bo/documents", Catalog, JSON},
 		{"PATCH", "/bo/documents/:id", Catalog, JSON},

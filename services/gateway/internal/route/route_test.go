@@ -21,6 +21,7 @@ func TestTable(t *testing.T) {
 		{"GET", "/public/documents", cat, route.NoBody},
 		{"GET", "/public/documents/:id/detail", cat, route.NoBody},
 		{"GET", "/public/documents/:id/download", cat, route.NoBody},
+		{"GET", "/public/sync", cat, route.NoBody},
 		{"GET", "/bo/documents", cat, route.NoBody},
 		{"POST", "/bo/documents", cat, route.JSON},
 		{"PATCH", "/bo/documents/:id", cat, route.JSON},

@@ -96,8 +96,13 @@ func New(db *mongo.Database, log *slog.Logger) *Store {
 // Documents is the collection, for the outbox relay.
 func (s *Store) Documents() *mongo.Collection { return s.docs }
 
-// counterID is the _id of the counter in meta.
-const counterID = "seq"
+// The _ids in meta of the counter, and of the horizon: the highest
+// DeletedSeq of a purged document gone for good (sync cursors below it are
+// expired).
+const (
+	counterID = "seq"
+	horizonID = "horizon"
+)
 
 // EnsureIndexes creates the indexes and the counter, and gives documents
 // stored before the sequence existed their place in it; idempotent, and
@@ -110,12 +115,16 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("tagsIds", false, "tagsIds"),
 		mongox.Index("fileId", false, "file.id"),
 		mongox.Index("imagesIds", false, "imagesIds"),
+		mongox.Index("trash", false, "isDeleted", "deletedAt"),
+		mongox.Index("purgedAt", false, "purgedAt"),
 		mongox.Index("outbox", false, outbox.CountField),
 	); err != nil {
 		return err
 	}
-	if _, err := s.meta.InsertOne(ctx, bson.M{"_id": counterID, "n": int64(0)}); err != nil && !mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("sequence counter: %w", err)
+	for _, id := range []string{counterID, horizonID} {
+		if _, err := s.meta.InsertOne(ctx, bson.M{"_id": id, "n": int64(0)}); err != nil && !mongo.IsDuplicateKeyError(err) {
+			return fmt.Errorf("sequence %s: %w", id, err)
+		}
 	}
 	if _, err := s.Counter(ctx); err != nil {
 		return err
@@ -160,6 +169,7 @@ type doc struct {
 	URL       string        `bson:"url,omitempty"`
 	TagsIDs   []string      `bson:"tagsIds"`
 	TagSince  []tagSinceDoc `bson:"tagSince,omitempty"`
+	Related   []string      `bson:"relatedIds,omitempty"`
 	Content   string        `bson:"content,omitempty"`
 	Sources   []string      `bson:"sources,omitempty"`
 	ImagesIDs []string      `bson:"imagesIds,omitempty"`
@@ -171,25 +181,32 @@ type doc struct {
 	CreatedBy string        `bson:"createdBy,omitempty"`
 	UpdatedBy string        `bson:"updatedBy,omitempty"`
 	DeletedBy string        `bson:"deletedBy,omitempty"`
+	DeletedSq int64         `bson:"deletedSeq,omitempty"`
+	PurgedAt  *time.Time    `bson:"purgedAt,omitempty"`
 	Pending   *holdDoc      `bson:"pending,omitempty"`
 	Held      bool          `bson:"held,omitempty"` // with pending: an equality the test database can index
 }
 
 // optional are the fields a document may lack; a commit unsets the ones
 // the new state does not have (and refsAt, kept by earlier versions).
-var optional = []string{"url", "tagSince", "content", "sources", "imagesIds", "file", "deletedAt", "createdBy", "updatedBy", "deletedBy", "refsAt"}
+var optional = []string{"url", "tagSince", "relatedIds", "content", "sources", "imagesIds", "file", "deletedAt",
+	"createdBy", "updatedBy", "deletedBy", "deletedSeq", "purgedAt", "refsAt"}
 
 func toDoc(d document.Document) doc {
 	out := doc{
 		ID: d.ID, Seq: d.Seq, Title: d.Title, Type: string(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
 		Content: d.Content, IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy, DeletedBy: d.DeletedBy,
+		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy, DeletedBy: d.DeletedBy, DeletedSq: d.DeletedSeq,
+		Related: d.RelatedIDs,
 	}
 	if d.Type.Inline() {
 		out.Sources, out.ImagesIDs = orEmpty(d.Sources), orEmpty(d.ImagesIDs)
 	}
 	if d.File != nil {
 		out.File = &fileDoc{ID: d.File.ID, Name: d.File.Name}
+	}
+	if d.Purged() {
+		out.PurgedAt = &d.PurgedAt
 	}
 	for _, id := range d.TagsIDs {
 		if at, ok := d.TagSince[id]; ok {
@@ -206,7 +223,11 @@ func (d doc) domain() document.Document {
 	out := document.Document{
 		ID: d.ID, Seq: d.Seq, Title: d.Title, Type: document.Type(d.Type), URL: d.URL, TagsIDs: orEmpty(d.TagsIDs),
 		Content: d.Content, IsDeleted: d.IsDeleted, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
-		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy, DeletedBy: d.DeletedBy,
+		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy, DeletedBy: d.DeletedBy, DeletedSeq: d.DeletedSq,
+		RelatedIDs: orEmpty(d.Related),
+	}
+	if d.PurgedAt != nil {
+		out.PurgedAt = d.PurgedAt.UTC()
 	}
 	if out.Type.Inline() {
 		out.Sources, out.ImagesIDs = orEmpty(d.Sources), orEmpty(d.ImagesIDs)
@@ -237,10 +258,11 @@ func orEmpty(s []string) []string {
 var withoutOutbox = bson.M{outbox.Field: 0}
 
 // Get implements document.Store. A document being created (seq 0) does
-// not exist yet.
+// not exist yet, and a purged one no longer does.
 func (s *Store) Get(ctx context.Context, id string) (document.Document, error) {
 	var d doc
-	err := s.docs.FindOne(ctx, bson.M{"_id": id, "seq": bson.M{"$gt": 0}}, options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
+	err := s.docs.FindOne(ctx, bson.M{"_id": id, "seq": bson.M{"$gt": 0}, "purgedAt": absent},
+		options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return document.Document{}, document.ErrNotFound
 	}
@@ -248,21 +270,6 @@ func (s *Store) Get(ctx context.Context, id string) (document.Document, error) {
 		return document.Document{}, err
 	}
 	return d.domain(), nil
-}
-
-// summaryFields are the only fields a listing reads.
-var summaryFields = bson.M{"seq": 1, "title": 1, "type": 1, "url": 1, "tagsIds": 1, "isDeleted": 1, "createdAt": 1, "updatedAt": 1,
-	"deletedAt": 1, "createdBy": 1, "updatedBy": 1, "deletedBy": 1}
-
-// List implements document.Store: newest first, ties by id.
-func (s *Store) List(ctx context.Context, withDeleted bool) ([]document.Document, error) {
-	filter := bson.M{"seq": bson.M{"$gt": 0}}
-	if !withDeleted {
-		filter["isDeleted"] = false
-	}
-	return s.find(ctx, filter, options.Find().
-		SetProjection(summaryFields).
-		SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "_id", Value: -1}}))
 }
 
 func (s *Store) find(ctx context.Context, filter any, opts *options.FindOptionsBuilder) ([]document.Document, error) {
@@ -313,6 +320,10 @@ func (s *Store) ids(ctx context.Context, filter bson.M) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeIDs(ctx, cur)
+}
+
+func decodeIDs(ctx context.Context, cur *mongo.Cursor) ([]string, error) {
 	var docs []struct {
 		ID string `bson:"_id"`
 	}
@@ -328,18 +339,89 @@ func (s *Store) ids(ctx context.Context, filter bson.M) ([]string, error) {
 
 // Counter returns the sequence counter: the highest seq handed out.
 func (s *Store) Counter(ctx context.Context) (int64, error) {
+	n, err := s.metaValue(ctx, counterID)
+	if err == nil {
+		s.saw(n)
+	}
+	return n, err
+}
+
+// Horizon returns the highest DeletedSeq of the purged documents that are
+// gone for good: a sync cursor below it may have missed one's removal.
+func (s *Store) Horizon(ctx context.Context) (int64, error) { return s.metaValue(ctx, horizonID) }
+
+func (s *Store) metaValue(ctx context.Context, id string) (int64, error) {
 	var m struct {
 		N int64 `bson:"n"`
 	}
-	err := s.meta.FindOne(ctx, bson.M{"_id": counterID}).Decode(&m)
+	err := s.meta.FindOne(ctx, bson.M{"_id": id}).Decode(&m)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, nil
 	}
+	return m.N, err
+}
+
+// Present returns which of ids are documents not purged (replicas drop the
+// others from memory).
+func (s *Store) Present(ctx context.Context, ids []string) ([]string, error) {
+	return s.ids(ctx, bson.M{"_id": bson.M{"$in": ids}, "purgedAt": absent, "seq": bson.M{"$gt": 0}})
+}
+
+// Trashed returns up to limit documents deleted before the given time and
+// not purged yet, the earliest deleted first.
+func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	cur, err := s.docs.Find(ctx, bson.M{"isDeleted": true, "deletedAt": bson.M{"$lt": before}, "purgedAt": absent, "seq": bson.M{"$gt": 0}},
+		options.Find().SetProjection(bson.M{"_id": 1}).SetSort(bson.D{{Key: "deletedSeq", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	return decodeIDs(ctx, cur)
+}
+
+// SweepPurged removes for good the tombstones of purged documents whose
+// event is published: it first raises the horizon to their DeletedSeq
+// (and moves the counter, so that replicas read it), then deletes them, so
+// a sync cursor that could miss their removal is expired before they are
+// gone. It returns how many it removed;
+// idempotent and safe on several replicas (the relay runs it after
+// publishing).
+func (s *Store) SweepPurged(ctx context.Context) (int, error) {
+	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$or": bson.A{
+		bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0},
+	}}
+	cur, err := s.docs.Find(ctx, published, options.Find().SetProjection(bson.M{"_id": 1, "deletedSeq": 1}).SetLimit(500))
 	if err != nil {
 		return 0, err
 	}
-	s.saw(m.N)
-	return m.N, nil
+	var stubs []doc
+	if err := cur.All(ctx, &stubs); err != nil {
+		return 0, err
+	}
+	if len(stubs) == 0 {
+		return 0, nil
+	}
+	ids := make([]string, len(stubs))
+	var horizon int64
+	for i, d := range stubs {
+		ids[i], horizon = d.ID, max(horizon, d.DeletedSq)
+	}
+	raised, err := s.meta.UpdateOne(ctx, bson.M{"_id": horizonID, "n": bson.M{"$lt": horizon}}, bson.M{"$set": bson.M{"n": horizon}})
+	if err != nil {
+		return 0, err
+	}
+	if raised.ModifiedCount > 0 {
+		// A number of the counter that names no document: replicas, which
+		// look again when the counter moves, read the new horizon.
+		if _, err := s.next(ctx); err != nil {
+			return 0, err
+		}
+	}
+	published["_id"] = bson.M{"$in": ids}
+	res, err := s.docs.DeleteMany(ctx, published)
+	if err != nil {
+		return 0, err
+	}
+	return int(res.DeletedCount), nil
 }
 
 // Stable returns the stable point of the sequence (see the package
@@ -371,10 +453,11 @@ func (s *Store) Stable(ctx context.Context) (int64, error) {
 // Changes returns up to limit documents after the position (seq, id), in
 // (seq, _id) order: the documents as they are now, deleted ones included.
 // Read after Stable, they hold every change up to the stable point. Writes
-// of many documents at once share a seq, hence the id in the position.
+// of many documents at once share a seq, hence the id in the position; an
+// empty id means every document at seq was read.
 func (s *Store) Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error) {
 	filter := bson.M{"seq": bson.M{"$gt": afterSeq}}
-	if afterSeq > 0 { // seq 0 is a document being created, never a change
+	if afterID != "" {
 		filter = bson.M{"$or": bson.A{filter, bson.M{"seq": afterSeq, "_id": bson.M{"$gt": afterID}}}}
 	}
 	return s.find(ctx, filter, options.Find().
@@ -382,10 +465,6 @@ func (s *Store) Changes(ctx context.Context, afterSeq int64, afterID string, lim
 		SetSort(bson.D{{Key: "seq", Value: 1}, {Key: "_id", Value: 1}}).
 		SetLimit(int64(limit)))
 }
-
-// Revision is the listing caches' revision: the stable point, which moves
-// only once a write is visible.
-func (s *Store) Revision(ctx context.Context) (int64, error) { return s.Stable(ctx) }
 
 func (s *Store) saw(n int64) {
 	for {
@@ -518,7 +597,7 @@ type change struct {
 func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
 	h := s.hold(adds)
 	free := bson.A{bson.M{"pending": absent}, bson.M{"pending.at": bson.M{"$lt": h.At.Add(-holdTTL)}}}
-	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"seq": bson.M{"$gt": 0}, "$or": free}),
+	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"seq": bson.M{"$gt": 0}, "purgedAt": absent, "$or": free}),
 		bson.M{"$set": bson.M{"pending": h, "held": true}}); err != nil {
 		return nil, err
 	}
@@ -535,6 +614,9 @@ func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn 
 	var changes []change
 	var unchanged []string
 	for _, d := range docs {
+		if d.PurgedAt != nil {
+			continue // gone for good: missing
+		}
 		if d.Pending == nil || d.Pending.Token != h.Token {
 			busy = append(busy, d.ID)
 			continue
@@ -593,6 +675,12 @@ func (s *Store) commit(ctx context.Context, token string, changes []change) ([]d
 	models := make([]mongo.WriteModel, len(changes))
 	for i, c := range changes {
 		c.after.Seq = seq
+		switch {
+		case !c.after.IsDeleted:
+			c.after.DeletedSeq = 0
+		case !c.before.IsDeleted:
+			c.after.DeletedSeq = seq
+		}
 		update, err := s.updateOf(ctx, c.before, c.after)
 		if err != nil {
 			s.release(ctx, ids, token)
@@ -670,6 +758,8 @@ func (s *Store) updateOf(ctx context.Context, before, after document.Document) (
 		switch e {
 		case document.Deleted:
 			ev, err = events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: after.ID}, after.UpdatedAt)
+		case document.Purged:
+			ev, err = events.New(ctx, Source, events.DocumentPurged, events.DocumentPurgedData{DocumentID: after.ID}, after.PurgedAt)
 		}
 		if err != nil {
 			return nil, err

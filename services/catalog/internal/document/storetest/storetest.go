@@ -99,10 +99,13 @@ func createThenRead(t *testing.T, s Store) {
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, document.ErrNotFound) {
 		t.Errorf("Get unknown = %v, want ErrNotFound", err)
 	}
-	list, err := s.List(ctx, true)
-	must(t, err, "List")
-	if len(list) != 2 || list[0].ID != "m" || list[0].Content != "" {
-		t.Errorf("List = %+v, want m then a, without content", list)
+	list, err := s.Changes(ctx, 0, "", 10)
+	must(t, err, "Changes")
+	if len(list) != 2 || list[0].ID != "a" || list[1].Content != "# m" {
+		t.Errorf("Changes = %+v, want a then m, as they are", list)
+	}
+	if more, _ := s.Changes(ctx, a.Seq, "", 10); len(more) != 1 || more[0].ID != "m" {
+		t.Errorf("Changes after a = %+v, want m", more)
 	}
 }
 
@@ -405,8 +408,8 @@ func changesSkipNothing(t *testing.T, s Store) {
 		must(t, err, "write")
 	}
 	follow()
-	all, err := s.List(ctx, true)
-	must(t, err, "List")
+	all, err := s.Changes(ctx, 0, "", 1000)
+	must(t, err, "Changes")
 	if len(all) != len(seen) {
 		t.Errorf("the reader holds %d documents, the store %d", len(seen), len(all))
 	}

@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+type syncPage struct {
+	Cursor    string `json:"cursor"`
+	HasMore   bool   `json:"hasMore"`
+	Documents []struct {
+		ID        string   `json:"id"`
+		Title     string   `json:"title"`
+		TagsIDs   []string `json:"tagsIds"`
+		UpdatedAt string   `json:"updatedAt"`
+	} `json:"documents"`
+	Removed       []string `json:"removedDocumentIds"`
+	TagCategories []struct {
+		ID string `json:"id"`
+	} `json:"tagCategories"`
+}
+
+func (st *Stack) sync(cursor string) (syncPage, Response) {
+	st.t.Helper()
+	path := "/public/sync"
+	if cursor != "" {
+		path += "?cursor=" + url.QueryEscape(cursor)
+	}
+	r := st.Req("GET", path, nil)
+	var p syncPage
+	if r.Status == 200 {
+		r.JSON(st.t, &p)
+	}
+	return p, r
+}
+
+func (p syncPage) ids() []string {
+	var ids []string
+	for _, d := range p.Documents {
+		ids = append(ids, d.ID+"="+strings.Join(d.TagsIDs, "+"))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestSyncThroughTheGateway drives the delta sync of CONTRACT.md §8 as an
+// app would: the first sync, nothing new, then a change, a deletion, a
+// tag deleted (the document it leaves counts as changed) and a restore,
+// and the cursors it refuses.
+func TestSyncThroughTheGateway(t *testing.T) {
+	st := NewStack(t, nil)
+	st.Must("POST", "/bo/tags-categories", `{"id":"c","name":"C"}`, 201)
+	st.Must("POST", "/bo/tags", `{"id":"a","name":"A","categoryId":"c"}`, 201)
+	st.Must("POST", "/bo/tags", `{"id":"b","name":"B","categoryId":"c"}`, 201)
+	doc := func(title string, tags ...string) string {
+		var d docJSON
+		st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": title, "url": "https://x.org", "tagsIds": tags}, 201).JSON(t, &d)
+		return d.ID
+	}
+	d1, d2, d3 := doc("one", "a"), doc("two", "a", "b"), doc("three", "b")
+
+	first, r := st.sync("")
+	if r.Status != 200 || len(first.Documents) != 3 || len(first.Removed) != 0 || len(first.TagCategories) != 1 || first.HasMore ||
+		first.Documents[0].UpdatedAt == "" || first.Cursor == "" {
+		t.Fatalf("first sync: %d %s", r.Status, r.Body)
+	}
+	if etag := r.Header.Get("ETag"); etag == "" || st.Req("GET", "/public/sync", nil, "If-None-Match", etag).Status != 304 {
+		t.Errorf("the first sync's ETag %q does not revalidate", etag)
+	}
+	idle, r := st.sync(first.Cursor)
+	if r.Status != 200 || len(idle.Documents)+len(idle.Removed) != 0 || idle.TagCategories != nil || strings.Contains(string(r.Body), "tagCategories") {
+		t.Errorf("a sync with nothing new: %d %s", r.Status, r.Body)
+	}
+
+	st.Must("PATCH", "/bo/documents/"+d1, map[string]any{"type": "LINK", "title": "one again", "url": "https://x.org", "tagsIds": []string{"a"}}, 200)
+	st.Must("DELETE", "/bo/documents/"+d2, nil, 204)
+	st.Must("DELETE", "/bo/tags/b", nil, 204)
+	var changes syncPage
+	Eventually(t, 10*time.Second, "the tag's deletion reaches the sync, documents and categories", func() bool {
+		changes, _ = st.sync(idle.Cursor)
+		return slices.Contains(changes.ids(), d3+"=") && changes.TagCategories != nil
+	})
+	if got, want := strings.Join(changes.ids(), " "), strings.Join([]string{d1 + "=a", d3 + "="}, " "); !sameSet(got, want) ||
+		strings.Join(changes.Removed, ",") != d2 || len(changes.TagCategories) != 1 {
+		t.Errorf("changes: documents %v, removed %v, categories %v; want %s, %s and the categories", changes.ids(), changes.Removed, changes.TagCategories, want, d2)
+	}
+	st.Must("POST", "/bo/documents/"+d2+"/restore", nil, 200)
+	back, _ := st.sync(changes.Cursor)
+	if strings.Join(back.ids(), ",") != d2+"=a" || len(back.Removed) != 0 || back.TagCategories != nil {
+		t.Errorf("after the restore: %v removed %v categories %v", back.ids(), back.Removed, back.TagCategories)
+	}
+
+	for name, c := range map[string]string{
+		"not base64": "!!!", "empty": "", "nonsense": "AQID", "long": strings.Repeat("A", 300),
+		"from the future": "AeCnEgAAAAAAAAAAAA", // seq 300000
+	} {
+		path := "/public/sync?cursor=" + url.QueryEscape(c)
+		if r := st.Req("GET", path, nil); r.Status != 400 || r.Problem(t).Code != "bad_request" {
+			t.Errorf("%s cursor: %d %s", name, r.Status, r.Body)
+		}
+	}
+}
+
+func sameSet(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// TestRelatedDocuments: the detail's relatedDocuments, pins first, then by
+// shared tags; pins are checked.
+func TestRelatedDocuments(t *testing.T) {
+	st := NewStack(t, nil)
+	st.Must("POST", "/bo/tags-categories", `{"id":"c","name":"C"}`, 201)
+	for _, tg := range []string{"a", "b", "c"} {
+		st.Must("POST", "/bo/tags", fmt.Sprintf(`{"id":%q,"name":%q,"categoryId":"c"}`, tg, tg), 201)
+	}
+	doc := func(title string, pins []string, tags ...string) string {
+		var d docJSON
+		st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": title, "url": "https://x.org", "tagsIds": tags, "relatedIds": pins}, 201).JSON(t, &d)
+		return d.ID
+	}
+	lone := doc("lone", nil)
+	one := doc("one", nil, "a")
+	two := doc("two", nil, "a", "b")
+	main := doc("main", []string{lone}, "a", "b", "c")
+	related := func(side, id string) string {
+		var d struct {
+			Related []struct {
+				ID string `json:"id"`
+			} `json:"relatedDocuments"`
+			Pins []string `json:"relatedIds"`
+		}
+		path := "/public/documents/" + id + "/detail"
+		if side == "bo" {
+			path = "/bo/documents/" + id + "/detail"
+		}
+		st.Must("GET", path, nil, 200).JSON(t, &d)
+		var ids []string
+		for _, r := range d.Related {
+			ids = append(ids, r.ID)
+		}
+		return strings.Join(ids, ",") + "|" + strings.Join(d.Pins, ",")
+	}
+	if got, want := related("public", main), lone+","+two+","+one+"|"; got != want {
+		t.Errorf("public detail related %s, want %s", got, want)
+	}
+	if got, want := related("bo", main), lone+","+two+","+one+"|"+lone; got != want {
+		t.Errorf("BO detail related %s, want %s", got, want)
+	}
+	st.Must("DELETE", "/bo/documents/"+lone, nil, 204)
+	if got, want := related("public", main), two+","+one+"|"; got != want {
+		t.Errorf("after the pinned one is deleted: %s, want %s", got, want)
+	}
+	r := st.BO("PATCH", "/bo/documents/"+main, map[string]any{"type": "LINK", "title": "main", "url": "https://x.org", "relatedIds": []string{main, lone, "nope", one, one}})
+	if r.Status != 422 || r.Problem(t).Fields() != "relatedIds[0],relatedIds[1],relatedIds[2],relatedIds[4]" {
+		t.Errorf("bad pins: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestTrashRetention: with a retention of 2 s, a deleted document is
+// purged (its detail is 404 on the back-office too), the purge's event is
+// published, and a sync cursor from before its deletion is then 410.
+func TestTrashRetention(t *testing.T) {
+	st := NewStack(t, map[string][]string{"catalog": {"TRASH_RETENTION=2s"}})
+	var d docJSON
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "T", "url": "https://x.org"}, 201).JSON(t, &d)
+	before, _ := st.sync("")
+	st.Must("DELETE", "/bo/documents/"+d.ID, nil, 204)
+	after, _ := st.sync(before.Cursor)
+	if strings.Join(after.Removed, ",") != d.ID {
+		t.Errorf("the deletion in sync: %v", after.Removed)
+	}
+	Eventually(t, 20*time.Second, "the deleted document is purged", func() bool {
+		return st.BO("GET", "/bo/documents/"+d.ID+"/detail", nil).Status == 404
+	})
+	Eventually(t, 20*time.Second, "a cursor from before the deletion expires", func() bool {
+		_, r := st.sync(before.Cursor)
+		return r.Status == 410 && r.Problem(t).Code == "cursor_expired"
+	})
+	if _, r := st.sync(after.Cursor); r.Status != 200 {
+		t.Errorf("a cursor from after the deletion: %d %s", r.Status, r.Body)
+	}
+	Eventually(t, 5*time.Second, "the purge's event is published", func() bool {
+		return st.logs.Contains("library.catalog.document.purged")
+	})
+}

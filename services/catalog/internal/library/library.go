@@ -1,0 +1,325 @@
+// Package library keeps every document of the catalog in memory, one copy
+// per replica, in step with the store by following its change sequence
+// (see document/mongostore), and answers the reads from it: the listings,
+// a detail with its related documents, and the sync feed (sync.go). The
+// library is small by design, so a replica holds all of it: a read costs
+// no database round trip, only, at most every maxLag, one look at the
+// sequence's counter.
+//
+// Freshness: a write through this replica is in its memory at once (Put).
+// A read asks for the library as fresh as maxLag: a back-office read asks
+// for 0 (the counter is looked at after the request arrived, so an author
+// sees their own write through any replica), a public read for 100 ms,
+// served from the current snapshot while one request refreshes it.
+package library
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/doclib/services/catalog/internal/document"
+)
+
+// Source is how the library follows the store.
+type Source interface {
+	// Counter is the highest seq handed out.
+	Counter(ctx context.Context) (int64, error)
+	// Stable is a point of the sequence up to which every write is
+	// visible to reads made after the call.
+	Stable(ctx context.Context) (int64, error)
+	// Horizon is the highest DeletedSeq of the purged documents gone for
+	// good.
+	Horizon(ctx context.Context) (int64, error)
+	// Changes returns up to limit documents after (afterSeq, afterID) in
+	// (seq, id) order ("" : every document at afterSeq was read).
+	Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error)
+	// Present returns which of ids are documents not purged.
+	Present(ctx context.Context, ids []string) ([]string, error)
+}
+
+// pageSize is how many documents one read of the changes asks for.
+const pageSize = 1000
+
+// Library is one replica's copy of the catalog.
+type Library struct {
+	src      Source
+	tax      *taxonomy
+	log      *slog.Logger
+	pageSize int // of a sync page: PageSize, smaller in tests
+
+	cur atomic.Pointer[Snapshot]
+	mu  sync.Mutex // one refresh or change at a time
+}
+
+// New returns an empty Library that fills itself on its first Get. tags
+// gives the tag categories (sync and the related documents' order).
+func New(src Source, tags Taxonomy, log *slog.Logger) *Library {
+	l := &Library{src: src, tax: &taxonomy{src: tags}, log: log, pageSize: PageSize}
+	l.cur.Store(newSnapshot(nil, 0, 0, 0, nil))
+	return l
+}
+
+// Current returns the snapshot held now, however old.
+func (l *Library) Current() *Snapshot { return l.cur.Load() }
+
+// Get returns a snapshot whose counter was looked at no longer than maxLag
+// before the call (0: after it), reading the changes since the last one if
+// the counter moved. While one call refreshes, calls that allow a lag get
+// the current snapshot without waiting.
+func (l *Library) Get(ctx context.Context, maxLag time.Duration) (*Snapshot, error) {
+	asked := time.Now()
+	s := l.cur.Load()
+	if s.loaded() && maxLag > 0 && asked.Sub(s.checkedAt()) < maxLag {
+		return s, nil
+	}
+	if !l.mu.TryLock() {
+		if s.loaded() && maxLag > 0 {
+			return s, nil
+		}
+		l.mu.Lock()
+	}
+	defer l.mu.Unlock()
+	if s = l.cur.Load(); s.loaded() && !s.checkedAt().Before(asked) {
+		return s, nil // refreshed by a check begun after this call
+	}
+	begun := time.Now()
+	c, err := l.src.Counter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.loaded() && c <= s.Stable {
+		s.checked.Store(begun.UnixNano())
+		return s, nil // nothing was written since
+	}
+	next, err := l.refresh(ctx, s, c)
+	if err != nil {
+		return nil, err
+	}
+	next.checked.Store(begun.UnixNano())
+	l.cur.Store(next)
+	return next, nil
+}
+
+// refresh reads every change after s's stable point. The stable point is
+// read first: every write up to it is visible to the reads that follow.
+func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Snapshot, error) {
+	stable, err := l.src.Stable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	horizon, err := l.src.Horizon(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var changes []document.Document
+	seq, id := s.Stable, ""
+	for {
+		page, err := l.src.Changes(ctx, seq, id, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, page...)
+		if len(page) < pageSize {
+			break
+		}
+		seq, id = page[len(page)-1].Seq, page[len(page)-1].ID
+	}
+	next := s.with(changes, max(s.Stable, stable), max(s.Counter, counter), max(s.Horizon, horizon), s.cats)
+	if horizon > s.Horizon {
+		// Documents purged and removed for good between two refreshes were
+		// never seen as tombstones here: those the horizon passed that are
+		// still held as deleted are asked about.
+		var ids []string
+		for id, d := range next.docs {
+			if d.IsDeleted && d.DeletedSeq <= horizon {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			present, err := l.src.Present(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			next = next.without(ids, present)
+		}
+	}
+	return next, nil
+}
+
+// without returns s without the documents of ids that are not in present.
+func (s *Snapshot) without(ids, present []string) *Snapshot {
+	docs := make(map[string]*document.Document, len(s.docs))
+	for id, d := range s.docs {
+		docs[id] = d
+	}
+	for _, id := range ids {
+		if !slices.Contains(present, id) {
+			delete(docs, id)
+		}
+	}
+	return newSnapshot(docs, s.Stable, s.Counter, s.Horizon, s.cats)
+}
+
+// Put puts a document this replica just wrote into memory, so that its
+// author reads it at once; the store's changes bring it to the others.
+func (l *Library) Put(d document.Document) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.cur.Load()
+	if old, ok := s.docs[d.ID]; ok && old.Seq >= d.Seq {
+		return
+	}
+	next := s.with([]document.Document{d}, s.Stable, max(s.Counter, d.Seq), s.Horizon, s.cats)
+	next.checked.Store(s.checked.Load())
+	l.cur.Store(next)
+}
+
+// setCategories makes a snapshot with new tag categories (the related
+// documents' order depends on them).
+func (l *Library) setCategories(c *Categories) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.cur.Load()
+	if s.cats != nil && c != nil && s.cats.Fingerprint == c.Fingerprint {
+		return
+	}
+	next := s.with(nil, s.Stable, s.Counter, s.Horizon, c)
+	next.checked.Store(s.checked.Load())
+	l.cur.Store(next)
+}
+
+// Snapshot is the catalog as this replica holds it at one moment. It never
+// changes once made (but for when its counter was last looked at), so any
+// number of readers share it; what is rendered from it is kept in it
+// (Memo).
+type Snapshot struct {
+	// Stable: every change up to it is in; Counter: the highest seq seen;
+	// Horizon: cursors below it are expired.
+	Stable, Counter, Horizon int64
+
+	docs   map[string]*document.Document // every document, deleted and purged ones too
+	newest []*document.Document          // not purged, newest first (ties by id)
+	live   []*document.Document          // not deleted, newest first
+	bySeq  []*document.Document          // every document, in (seq, id) order
+	byTag  map[string][]*document.Document
+	cats   *Categories
+
+	checked atomic.Int64 // unix nanos of the last look at the counter
+	memo    sync.Map     // key -> *memoEntry
+}
+
+func newSnapshot(docs map[string]*document.Document, stable, counter, horizon int64, cats *Categories) *Snapshot {
+	s := &Snapshot{Stable: stable, Counter: counter, Horizon: horizon, docs: docs, cats: cats, byTag: map[string][]*document.Document{}}
+	if s.docs == nil {
+		s.docs = map[string]*document.Document{}
+	}
+	for _, d := range s.docs {
+		s.bySeq = append(s.bySeq, d)
+		if d.Purged() {
+			continue
+		}
+		s.newest = append(s.newest, d)
+		if !d.IsDeleted {
+			for _, t := range d.TagsIDs {
+				s.byTag[t] = append(s.byTag[t], d)
+			}
+		}
+	}
+	slices.SortFunc(s.bySeq, func(a, b *document.Document) int {
+		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	slices.SortFunc(s.newest, func(a, b *document.Document) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	for _, d := range s.newest {
+		if !d.IsDeleted {
+			s.live = append(s.live, d)
+		}
+	}
+	return s
+}
+
+// with returns a snapshot with the changes applied (a document already
+// held at a higher seq keeps it), and without the tombstones the horizon
+// has passed.
+func (s *Snapshot) with(changes []document.Document, stable, counter, horizon int64, cats *Categories) *Snapshot {
+	docs := make(map[string]*document.Document, len(s.docs)+len(changes))
+	for id, d := range s.docs {
+		docs[id] = d
+	}
+	for i := range changes {
+		d := &changes[i]
+		if old, ok := docs[d.ID]; !ok || old.Seq < d.Seq {
+			docs[d.ID] = d
+		}
+	}
+	for id, d := range docs {
+		if d.Purged() && d.DeletedSeq <= horizon {
+			delete(docs, id)
+		}
+	}
+	n := newSnapshot(docs, stable, counter, horizon, cats)
+	n.checked.Store(time.Now().UnixNano())
+	return n
+}
+
+// loaded reports whether the snapshot was read from the store at least once.
+func (s *Snapshot) loaded() bool { return s.checked.Load() != 0 }
+
+func (s *Snapshot) checkedAt() time.Time { return time.Unix(0, s.checked.Load()) }
+
+// Doc returns the document id, deleted or not; purged ones are gone.
+func (s *Snapshot) Doc(id string) (*document.Document, bool) {
+	d, ok := s.docs[id]
+	if !ok || d.Purged() {
+		return nil, false
+	}
+	return d, true
+}
+
+// Listing returns the documents newest first: every one but the purged
+// (withDeleted), or the live ones.
+func (s *Snapshot) Listing(withDeleted bool) []*document.Document {
+	if withDeleted {
+		return s.newest
+	}
+	return s.live
+}
+
+// Related returns the documents shown as related to d (document.Related).
+func (s *Snapshot) Related(d *document.Document) []*document.Document {
+	var sharing []*document.Document
+	for _, t := range d.TagsIDs {
+		sharing = append(sharing, s.byTag[t]...)
+	}
+	return document.Related(d, s.Doc, sharing, s.cats.CategoryOf)
+}
+
+type memoEntry struct {
+	once sync.Once
+	val  any
+	err  error
+}
+
+// Memo returns what make returns for key, made once per snapshot: a
+// rendering of something the snapshot holds.
+func (s *Snapshot) Memo(key string, make func() (any, error)) (any, error) {
+	e, _ := s.memo.LoadOrStore(key, &memoEntry{})
+	m := e.(*memoEntry)
+	m.once.Do(func() { m.val, m.err = make() })
+	if m.err != nil {
+		s.memo.Delete(key) // not kept: the next call tries again
+	}
+	return m.val, m.err
+}

@@ -1,0 +1,371 @@
+package library
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/document/doctest"
+	"github.com/doclib/services/catalog/internal/document/mongostore"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+var created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newUpstreams is taxonomy with n tags in two categories, and media.
+func newUpstreams(n int) *doctest.World {
+	w := doctest.New()
+	for i := range n {
+		w.Tag(fmt.Sprintf("t%d", i), created, fmt.Sprintf("c%d", i%2))
+	}
+	return w
+}
+
+func newStore(t *testing.T) *mongostore.Store {
+	t.Helper()
+	s := mongostore.New(testkit.Mongo(t), slog.New(slog.DiscardHandler))
+	testkit.Must(t, s.EnsureIndexes(context.Background()), "EnsureIndexes")
+	return s
+}
+
+// client is an offline app: what it holds after applying pages.
+type client struct {
+	cursor string
+	docs   map[string]string // id -> title and tags
+	cats   string
+	log    map[string][]string // id -> what the client got, for a failure's message
+}
+
+// note keeps the last few pages' news of a document, for a failure's message.
+func (c *client) note(id, what string) {
+	l := append(c.log[id], what)
+	if len(l) > 8 {
+		l = l[len(l)-8:]
+	}
+	c.log[id] = l
+}
+
+func held(d *document.Document) string { return d.Title + "|" + strings.Join(d.TagsIDs, ",") }
+
+// sync applies pages until one says there is no more; each page from the
+// next replica in turn, whose memory may lag the store by lag.
+func (c *client) sync(t *testing.T, ctx context.Context, replicas []*Library, turn *int, lag time.Duration) {
+	t.Helper()
+	for {
+		l := replicas[*turn%len(replicas)]
+		*turn++
+		p, err := l.Sync(ctx, c.cursor, lag)
+		testkit.Must(t, err, "Sync")
+		if len(p.Documents)+len(p.Removed) > l.pageSize {
+			t.Fatalf("a page of %d documents and %d removed ids, over %d", len(p.Documents), len(p.Removed), l.pageSize)
+		}
+		for _, d := range p.Documents {
+			c.docs[d.ID] = held(d)
+			c.note(d.ID, fmt.Sprintf("replica %d seq %d %s (from %v, stable %d)", (*turn-1)%len(replicas), d.Seq, held(d), c.cursor, p.Next.Seq))
+		}
+		for _, id := range p.Removed {
+			delete(c.docs, id)
+			c.note(id, fmt.Sprintf("replica %d removed (next %d)", (*turn-1)%len(replicas), p.Next.Seq))
+		}
+		if p.Categories != nil {
+			c.cats = string(p.Categories)
+		}
+		c.cursor = p.Next.String()
+		if !p.HasMore {
+			return
+		}
+	}
+}
+
+// TestSyncSkipsNothing: a client syncs through three replicas, in pages of
+// 7, while writers create, change, delete and restore documents and delete
+// tags; once they stop and the client has synced once more, it holds
+// exactly the live documents, as they are, and the current categories.
+func TestSyncSkipsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w := newStore(t), newUpstreams(12)
+	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
+	var replicas []*Library
+	for range 3 {
+		l := New(store, w, slog.New(slog.DiscardHandler))
+		l.pageSize = 7
+		replicas = append(replicas, l)
+	}
+
+	var mu sync.Mutex
+	var ids []string
+	pick := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ids) == 0 {
+			return ""
+		}
+		return ids[rand.IntN(len(ids))]
+	}
+	var wg sync.WaitGroup
+	for writer := range 3 {
+		wg.Go(func() {
+			for i := range 40 {
+				tags := []string{fmt.Sprintf("t%d", rand.IntN(12)), fmt.Sprintf("t%d", rand.IntN(12))}
+				in := document.Input{Type: "LINK", Title: fmt.Sprintf("w%d-%d", writer, i), URL: "https://x.org", TagsIDs: tags}
+				var err error
+				switch id := pick(); {
+				case id == "" || i%4 == 0:
+					var d document.Document
+					if d, err = svc.Create(ctx, in); err == nil {
+						mu.Lock()
+						ids = append(ids, d.ID)
+						mu.Unlock()
+					}
+				case i%4 == 1:
+					_, err = svc.Update(ctx, id, in)
+				case i%4 == 2:
+					_, _, err = svc.Delete(ctx, id)
+				default:
+					_, err = svc.Restore(ctx, id)
+				}
+				if i%10 == 9 && writer == 0 { // a tag deleted now and then
+					tag := fmt.Sprintf("t%d", i/10)
+					w.Untag(tag)
+					_, err = svc.TagsDeleted(ctx, []string{tag})
+				}
+				var v interface{ Error() string }
+				if err != nil && !errors.Is(err, document.ErrDeleted) && !errors.As(err, &v) {
+					t.Errorf("write: %v", err)
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	c := &client{docs: map[string]string{}, log: map[string][]string{}}
+	turn := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			c.sync(t, ctx, replicas, &turn, 100*time.Millisecond)
+		}
+	}
+	for _, l := range replicas { // as the background job does every second
+		testkit.Must(t, l.RefreshCategories(ctx), "RefreshCategories")
+	}
+	// Once the writers stopped, a sync whose replicas look at the store
+	// (not one within the public lag of a snapshot taken before the last
+	// write) ends with what the store holds.
+	c.sync(t, ctx, replicas, &turn, 0)
+
+	all, err := store.Changes(ctx, 0, "", 10000)
+	testkit.Must(t, err, "Changes")
+	want := map[string]string{}
+	for i := range all {
+		if c.docs[all[i].ID] != held(&all[i]) && !all[i].IsDeleted {
+			t.Logf("store: %s seq %d %s", all[i].ID, all[i].Seq, held(&all[i]))
+		}
+		if !all[i].IsDeleted {
+			want[all[i].ID] = held(&all[i])
+		}
+	}
+	if len(c.docs) != len(want) {
+		t.Errorf("the client holds %d documents, the store %d live", len(c.docs), len(want))
+	}
+	for id, v := range want {
+		if c.docs[id] != v {
+			t.Errorf("document %s: the client holds %q, the store %q; the client got %v", id, c.docs[id], v, c.log[id])
+		}
+	}
+	if c.cats != string(w.CategoriesJSON()) {
+		t.Errorf("the client's categories %s, the taxonomy's %s", c.cats, w.CategoriesJSON())
+	}
+}
+
+// A write through one replica is read at once through another by a read
+// that allows no lag, and the writer's replica has it without reading.
+func TestReplicasSeeEachOthersWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w := newStore(t), newUpstreams(2)
+	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
+	a, b := New(store, w, slog.New(slog.DiscardHandler)), New(store, w, slog.New(slog.DiscardHandler))
+	_, err := b.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org", TagsIDs: []string{"t0"}})
+	testkit.Must(t, err, "Create")
+	a.Put(d)
+	if _, ok := a.Current().Doc(d.ID); !ok {
+		t.Error("the writer's replica does not hold its own write")
+	}
+	if s, _ := b.Get(ctx, time.Hour); s.Counter >= d.Seq {
+		t.Error("a read allowing an hour's lag looked at the store")
+	}
+	s, err := b.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	if got, ok := s.Doc(d.ID); !ok || got.Title != "T" || len(s.Listing(false)) != 1 {
+		t.Errorf("the other replica, read with no lag: %v %v", got, s.Listing(false))
+	}
+}
+
+func TestCursors(t *testing.T) {
+	for _, c := range []Cursor{{}, {Seq: 1}, {Seq: 1 << 40, ID: "Yk3v0bQe9XfL2mTsR8aNpw", Categories: 42}} {
+		got, err := ParseCursor(c.String())
+		if err != nil || got != c {
+			t.Errorf("ParseCursor(%v.String()) = %v, %v", c, got, err)
+		}
+	}
+	good := Cursor{Seq: 5, ID: "x"}.String()
+	for name, raw := range map[string]string{
+		"empty":         "",
+		"not base64":    "!!!",
+		"padding":       good + "==",
+		"other version": "Ag",
+		"cut short":     good[:len(good)-3],
+		"trailing":      good + "AA",
+		"long id":       Cursor{Seq: 1, ID: strings.Repeat("x", 200)}.String(),
+		"very long":     strings.Repeat("A", 10000),
+		"seq overflow":  "Af____________8BAAAAAAAAAAAA",
+	} {
+		if _, err := ParseCursor(raw); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("%s: ParseCursor(%.40q) = %v, want ErrBadCursor", name, raw, err)
+		}
+	}
+}
+
+// Cursors ahead of every change are refused; once a purged document is
+// gone for good, cursors from before its deletion are expired, and a
+// cursor taken since goes on.
+func TestCursorFromTheFutureAndExpired(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w := newStore(t), newUpstreams(2)
+	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
+	l := New(store, w, slog.New(slog.DiscardHandler))
+	first, err := l.Sync(ctx, "", 0)
+	testkit.Must(t, err, "Sync")
+	if first.Categories == nil {
+		t.Error("the first sync has no tag categories")
+	}
+	if _, err := l.Sync(ctx, Cursor{Seq: 1000}.String(), 0); !errors.Is(err, ErrBadCursor) {
+		t.Errorf("a cursor from the future: %v, want ErrBadCursor", err)
+	}
+	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	before, err := l.Sync(ctx, first.Next.String(), 0)
+	testkit.Must(t, err, "Sync")
+	if len(before.Documents) != 1 || before.Categories != nil {
+		t.Errorf("after a create: %d documents, categories %s; want the document, no categories", len(before.Documents), before.Categories)
+	}
+	_, _, err = svc.Delete(ctx, d.ID)
+	testkit.Must(t, err, "Delete")
+	// A replica that holds the deleted document and looks again only once
+	// it is gone for good.
+	idle := New(store, w, slog.New(slog.DiscardHandler))
+	_, err = idle.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	deleted, err := l.Sync(ctx, before.Next.String(), 0)
+	testkit.Must(t, err, "Sync")
+	if strings.Join(deleted.Removed, ",") != d.ID {
+		t.Errorf("after the delete: removed %v", deleted.Removed)
+	}
+	n, err := svc.PurgeTrash(ctx, time.Now().Add(time.Hour), 10)
+	if err != nil || n != 1 {
+		t.Fatalf("PurgeTrash = %d, %v", n, err)
+	}
+	if s, _ := l.Get(ctx, 0); s != nil {
+		if _, ok := s.Doc(d.ID); ok {
+			t.Error("a purged document is still found")
+		}
+	}
+	// Its tombstone still says it was removed, until the purge's event is
+	// out and the sweep removes it.
+	purged, err := l.Sync(ctx, before.Next.String(), 0)
+	testkit.Must(t, err, "Sync")
+	if strings.Join(purged.Removed, ",") != d.ID {
+		t.Errorf("after the purge: removed %v", purged.Removed)
+	}
+	_, err = store.Documents().UpdateMany(ctx, map[string]any{}, map[string]any{"$unset": map[string]any{"outbox": ""}, "$set": map[string]any{"outboxCount": 0}})
+	testkit.Must(t, err, "publish the events")
+	if n, err := store.SweepPurged(ctx); err != nil || n != 1 {
+		t.Fatalf("SweepPurged = %d, %v", n, err)
+	}
+	if _, err := l.Sync(ctx, before.Next.String(), 0); !errors.Is(err, ErrCursorExpired) {
+		t.Errorf("a cursor from before the purged document's deletion: %v, want ErrCursorExpired", err)
+	}
+	if _, err := l.Sync(ctx, deleted.Next.String(), 0); err != nil {
+		t.Errorf("a cursor from after it: %v", err)
+	}
+	if _, ok := l.Current().Doc(d.ID); ok {
+		t.Error("the purged document is still in memory")
+	}
+	if s, err := idle.Get(ctx, 0); err != nil || s.docs[d.ID] != nil {
+		t.Errorf("a replica that never saw the tombstone still holds the purged document (%v)", err)
+	}
+}
+
+// The memory a replica holds at 10,000 documents of 2 KiB of content: the
+// documents, a snapshot's indexes, and both listings and every detail
+// rendered as JSON (the renderings of httpapi are about as big); the
+// figures in the README come from it: held-MiB, the documents with the
+// snapshot and both listings; heap-MiB, with every detail rendered too.
+func BenchmarkMemoryAt10000Documents(b *testing.B) {
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		docs := map[string]*document.Document{}
+		for i := range 10000 {
+			id := fmt.Sprintf("%022d", i)
+			d := &document.Document{ID: id, Seq: int64(i + 1), Title: fmt.Sprintf("Document %d", i), Type: document.Markdown,
+				Content: strings.Repeat("Lorem ipsum dolor sit amet. ", 73), Sources: []string{"OMS"}, ImagesIDs: []string{},
+				TagsIDs: []string{fmt.Sprintf("t%d", i%50), fmt.Sprintf("t%d", i%7)}, CreatedAt: created.Add(time.Duration(i) * time.Second)}
+			d.UpdatedAt = d.CreatedAt
+			docs[id] = d
+		}
+		s := newSnapshot(docs, 10000, 10000, 0, nil)
+		type short struct {
+			ID, Title, Type string
+			TagsIDs         []string
+		}
+		shorts := func(docs []*document.Document) []short {
+			out := make([]short, len(docs))
+			for i, d := range docs {
+				out[i] = short{d.ID, d.Title, string(d.Type), d.TagsIDs}
+			}
+			return out
+		}
+		for _, admin := range []bool{false, true} {
+			_, _ = s.Memo(fmt.Sprint("list:", admin), func() (any, error) { return json.Marshal(shorts(s.Listing(admin))) })
+		}
+		runtime.GC()
+		var held runtime.MemStats
+		runtime.ReadMemStats(&held)
+		b.ReportMetric(float64(held.HeapAlloc-before.HeapAlloc)/(1<<20), "held-MiB")
+		for _, d := range s.live {
+			for _, admin := range []bool{false, true} {
+				_, _ = s.Memo(fmt.Sprint("detail:", admin, d.ID), func() (any, error) {
+					return json.Marshal(struct {
+						*document.Document
+						Related []short
+					}{d, shorts(s.Related(d))})
+				})
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+		runtime.KeepAlive(s)
+	}
+}
