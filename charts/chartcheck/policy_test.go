@@ -75,6 +75,8 @@ func sources(np *networkingv1.NetworkPolicy) map[string][]string {
 					labels = from.PodSelector.MatchLabels
 				}
 				switch {
+				case from.IPBlock != nil:
+					who = "ipBlock:" + from.IPBlock.CIDR
 				case labels["app.kubernetes.io/name"] == "prometheus":
 					who = "prometheus"
 				case labels["app.kubernetes.io/name"] == "ingress-nginx":
@@ -281,4 +283,54 @@ func sortedFields(s string) string {
 	f := strings.Fields(s)
 	slices.Sort(f)
 	return strings.Join(f, " ")
+}
+
+// A load balancer that sends to the pods directly (AWS ALB ip targets, GKE
+// NEGs) or a controller on the host network is no pod a selector matches:
+// each listener takes more sources (NetworkPolicyPeers, e.g. an ipBlock).
+// Selectors left empty on both sides would let every pod of the cluster
+// in: the render refuses them.
+func TestIngressControllerPeers(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	vals := valuesFile(t, "default-values.yaml")
+	vals["networkPolicy"] = map[string]any{
+		"publicIngressController": map[string]any{"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "130.211.0.0/22"}}}},
+		"adminIngressController":  map[string]any{"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}}},
+	}
+	out, err := render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	np := netpol(t, decode(t, out), "gateway")
+	cidrs := map[string][]string{} // port -> ipBlocks let in
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			for _, f := range r.From {
+				if f.IPBlock != nil {
+					cidrs[p.Port.String()] = append(cidrs[p.Port.String()], f.IPBlock.CIDR)
+				}
+			}
+		}
+	}
+	if fmt.Sprint(cidrs) != "map[admin:[10.0.0.0/16] http:[130.211.0.0/22]]" {
+		t.Errorf("ipBlocks per gateway port: %v, want 130.211.0.0/22 on http and 10.0.0.0/16 on admin", cidrs)
+	}
+
+	// (An empty map merges with the defaults; null removes them.)
+	none := map[string]any{"matchLabels": nil}
+	vals["networkPolicy"] = map[string]any{"adminIngressController": map[string]any{"namespaceSelector": none, "podSelector": none}}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "networkPolicy.adminIngressController") {
+		t.Errorf("empty selectors for the admin ingress controller: error %v, want a refusal naming it", err)
+	}
+	// With sources of its own, empty selectors mean no controller pod.
+	vals["networkPolicy"] = map[string]any{"adminIngressController": map[string]any{"namespaceSelector": none, "podSelector": none,
+		"from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/16"}}}}}
+	out, err = render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if got := sources(netpol(t, decode(t, out), "gateway"))["admin"]; fmt.Sprint(got) != "[ipBlock:10.0.0.0/16 prometheus test]" {
+		t.Errorf("the admin port accepts %v, want the ipBlock, Prometheus and the helm test pod only", got)
+	}
 }
