@@ -5,10 +5,13 @@
 //
 // Reads take no lock. They need none (FerretDB writes a document back in
 // one SQL statement, so a read sees it whole, before or after), and they
-// must not wait: on PostgreSQL an open cursor holds a table lock until the
-// client reads it to the end, and a write or a drop may wait for that lock
-// inside FerretDB while holding the gate. Had the cursor's next getMore to
-// wait for the gate, neither would ever move.
+// must not wait: on PostgreSQL a cursor whose rows do not fit in the
+// socket's buffers holds a table lock until the client reads it to the
+// end, and a dropIndexes (DROP INDEX) waits for that lock inside FerretDB
+// while holding the gate. Had the cursor's next getMore, or the handshake
+// of a new connection to send it, to wait for the gate, neither would
+// ever move. (drop and dropDatabase close the collection's cursors
+// first.)
 //
 // FerretDB v1 applies an update by reading the document, applying the
 // operators in Go and writing the whole document back, outside any lock
@@ -23,6 +26,7 @@ package wiregate
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -32,11 +36,14 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/bson"
 )
 
 // Wire protocol constants (MongoDB's "Wire Protocol" reference).
 const (
 	headerLen   = 16
+	opQuery     = 2004
 	opMsg       = 2013
 	maxMsgBytes = 48_000_000 // MongoDB's maxMessageSizeBytes
 
@@ -67,8 +74,9 @@ type Gate struct {
 	Off bool
 	Log *slog.Logger
 
-	lock   sync.Mutex
-	writes atomic.Int64
+	lock      sync.Mutex
+	writes    atomic.Int64
+	upstreams *connSet
 }
 
 // Writes returns how many write commands went through the gate.
@@ -82,6 +90,8 @@ func (g *Gate) Serve(ctx context.Context, l net.Listener) error {
 	defer stop()
 	conns := newConnSet()
 	defer conns.closeAll()
+	g.upstreams = newConnSet()
+	defer g.upstreams.closeAll()
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -109,6 +119,10 @@ func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
 		return fmt.Errorf("dial ferretdb: %w", err)
 	}
 	defer up.Close()
+	// Closed with the client connections when Serve ends, so a proxy
+	// waiting for an answer that never comes does not keep it waiting.
+	g.upstreams.add(up)
+	defer g.upstreams.remove(up)
 	cr, ur := bufio.NewReader(client), bufio.NewReader(up)
 	for {
 		req, err := readMessage(cr)
@@ -124,7 +138,7 @@ func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
 // exchange forwards req and relays its answer, under the lock the request
 // needs.
 func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Conn) error {
-	write, moreToCome := classify(req)
+	_, write, moreToCome := classify(req)
 	if write && !g.Off {
 		g.lock.Lock()
 		defer g.lock.Unlock()
@@ -134,9 +148,12 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 		return err
 	}
 	if moreToCome {
-		// No answer will come (an unacknowledged write). FerretDB handles
-		// one connection's messages in order, so the answer to a ping sent
-		// after it means the write is done: only then may the lock go.
+		// The client wants no answer (an unacknowledged write), but
+		// FerretDB v1 answers anyway. The answer to a ping sent after it
+		// means the write is done (FerretDB handles one connection's
+		// messages in order): only then may the lock go. Nothing before
+		// that answer may reach the client, whose next command would
+		// read it as its own answer.
 		return awaitDone(up, ur)
 	}
 	// One answer, or several when the server streams (moreToCome set on
@@ -158,16 +175,25 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 	}
 }
 
-// classify tells whether req must run alone, and whether it expects no
-// answer.
-func classify(req []byte) (write, moreToCome bool) {
-	if opCode(req) != opMsg {
-		// OP_QUERY (a legacy handshake), OP_COMPRESSED: not worth parsing.
-		return true, false
+// classify returns req's command, whether it must run alone, and whether
+// it expects no answer.
+func classify(req []byte) (name string, write, moreToCome bool) {
+	var ok bool
+	switch opCode(req) {
+	case opMsg:
+		moreToCome = msgMoreToCome(req)
+		name, ok = commandName(req)
+	case opQuery:
+		// A driver's first message on a new connection is its handshake
+		// (isMaster or hello) as an OP_QUERY. Were it a write, a new
+		// connection would wait for every write under way, and a long one
+		// would fail the driver's connection and server checks.
+		name, ok = queryCommandName(req)
+	default:
+		// OP_COMPRESSED (FerretDB offers no compression, so no driver
+		// sends it) and the removed legacy opcodes.
 	}
-	moreToCome = msgMoreToCome(req)
-	name, ok := commandName(req)
-	return !ok || !reads[name], moreToCome
+	return name, !ok || !reads[name], moreToCome
 }
 
 func opCode(msg []byte) int32 { return int32(binary.LittleEndian.Uint32(msg[12:16])) }
@@ -216,6 +242,35 @@ func commandName(msg []byte) (string, bool) {
 	return "", false
 }
 
+// queryCommandName returns the command of an OP_QUERY on a database's
+// $cmd collection: the first key of its query, unwrapped from $query.
+func queryCommandName(msg []byte) (string, bool) {
+	p := headerLen + 4 // flags
+	end := bytes.IndexByte(msg[min(p, len(msg)):], 0)
+	if end < 0 || !bytes.HasSuffix(msg[p:p+end], []byte(".$cmd")) {
+		return "", false
+	}
+	p += end + 1 + 8 // numberToSkip, numberToReturn
+	if p > len(msg) {
+		return "", false
+	}
+	doc := bson.Raw(msg[p:])
+	el, err := doc.IndexErr(0)
+	if err != nil {
+		return "", false
+	}
+	if el.Key() == "$query" || el.Key() == "query" {
+		inner, ok := el.Value().DocumentOK()
+		if !ok {
+			return "", false
+		}
+		if el, err = inner.IndexErr(0); err != nil {
+			return "", false
+		}
+	}
+	return el.Key(), true
+}
+
 // readMessage reads one whole wire message.
 func readMessage(r *bufio.Reader) ([]byte, error) {
 	var h [headerLen]byte
@@ -234,8 +289,11 @@ func readMessage(r *bufio.Reader) ([]byte, error) {
 	return msg, nil
 }
 
-// pingMsg is an OP_MSG {ping: 1, $db: "admin"} with a request id no driver
-// uses (drivers count up from 1).
+// pingRequestID is the request id of pingMsg, one no driver uses (drivers
+// count up from 1).
+const pingRequestID = 0x7fff_0000
+
+// pingMsg is an OP_MSG {ping: 1, $db: "admin"}.
 var pingMsg = func() []byte {
 	doc := []byte{}
 	doc = append(doc, 0x10) // int32
@@ -252,20 +310,30 @@ var pingMsg = func() []byte {
 	body = append(body, 0)                           // section kind 0
 	body = append(body, doc...)
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(headerLen+len(body)))
-	msg = binary.LittleEndian.AppendUint32(msg, 0x7fff_0000) // request id
-	msg = binary.LittleEndian.AppendUint32(msg, 0)           // response to
+	msg = binary.LittleEndian.AppendUint32(msg, pingRequestID)
+	msg = binary.LittleEndian.AppendUint32(msg, 0) // response to
 	msg = binary.LittleEndian.AppendUint32(msg, opMsg)
 	return append(msg, body...)
 }()
 
-// awaitDone sends a ping on the upstream connection and swallows its answer.
+// awaitDone sends a ping on the upstream connection and swallows every
+// answer up to the ping's.
 func awaitDone(up net.Conn, ur *bufio.Reader) error {
 	if _, err := up.Write(pingMsg); err != nil {
 		return err
 	}
-	_, err := readMessage(ur)
-	return err
+	for {
+		m, err := readMessage(ur)
+		if err != nil {
+			return err
+		}
+		if responseTo(m) == pingRequestID {
+			return nil
+		}
+	}
 }
+
+func responseTo(msg []byte) int32 { return int32(binary.LittleEndian.Uint32(msg[8:12])) }
 
 func isClosed(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)

@@ -31,10 +31,15 @@ func opMsgOf(t *testing.T, flags uint32, doc bson.D, withSequence bool) []byte {
 	}
 	body = append(body, 0)
 	body = append(body, b...)
+	return wireMsg(7, 0, opMsg, body)
+}
+
+// wireMsg puts a message header before body.
+func wireMsg(requestID, responseTo int32, op uint32, body []byte) []byte {
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(headerLen+len(body)))
-	msg = binary.LittleEndian.AppendUint32(msg, 7)
-	msg = binary.LittleEndian.AppendUint32(msg, 0)
-	msg = binary.LittleEndian.AppendUint32(msg, opMsg)
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(requestID))
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(responseTo))
+	msg = binary.LittleEndian.AppendUint32(msg, op)
 	return append(msg, body...)
 }
 
@@ -57,14 +62,45 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		name := c.doc[0].Key
-		write, more := classify(opMsgOf(t, c.flags, c.doc, c.seq))
-		if write != c.write || more != c.moreToCome {
-			t.Errorf("%s: write=%v moreToCome=%v, want %v %v", name, write, more, c.write, c.moreToCome)
+		got, write, more := classify(opMsgOf(t, c.flags, c.doc, c.seq))
+		if got != name || write != c.write || more != c.moreToCome {
+			t.Errorf("%s: %q write=%v moreToCome=%v, want %v %v", name, got, write, more, c.write, c.moreToCome)
 		}
 	}
-	if write, _ := classify([]byte{16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xd4, 0x07, 0, 0}); !write {
-		t.Error("an OP_QUERY must be treated as a write (it is not parsed)")
+	for _, c := range []struct {
+		ns    string
+		query bson.D
+		write bool
+	}{
+		// The Go driver's handshake on every new connection: it must not
+		// wait for the writes under way.
+		{"admin.$cmd", bson.D{{Key: "isMaster", Value: 1}, {Key: "helloOk", Value: true}}, false},
+		{"admin.$cmd", bson.D{{Key: "$query", Value: bson.D{{Key: "hello", Value: 1}}}}, false},
+		{"db.$cmd", bson.D{{Key: "insert", Value: "c"}}, true},
+		{"db.coll", bson.D{{Key: "isMaster", Value: 1}}, true}, // not a command
+	} {
+		if _, write, _ := classify(opQueryOf(t, c.ns, c.query)); write != c.write {
+			t.Errorf("OP_QUERY %s %v: write=%v, want %v", c.ns, c.query, write, c.write)
+		}
 	}
+	if _, write, _ := classify([]byte{16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xd4, 0x07, 0, 0}); !write {
+		t.Error("an OP_QUERY that cannot be read must be treated as a write")
+	}
+}
+
+// opQueryOf builds a legacy OP_QUERY of query on the namespace ns.
+func opQueryOf(t *testing.T, ns string, query bson.D) []byte {
+	t.Helper()
+	b, err := bson.Marshal(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := binary.LittleEndian.AppendUint32(nil, 0) // flags
+	body = append(body, ns+"\x00"...)
+	body = binary.LittleEndian.AppendUint32(body, 0)          // numberToSkip
+	body = binary.LittleEndian.AppendUint32(body, 0xffffffff) // numberToReturn: -1
+	body = append(body, b...)
+	return wireMsg(1, 0, opQuery, body)
 }
 
 // fakeFerret answers every request on conn after delay, with {ok: 1}, and
@@ -130,37 +166,84 @@ func TestWritesRunAlone(t *testing.T) {
 }
 
 // TestUnacknowledgedWriteHoldsTheLockUntilDone: a write that expects no
-// answer (moreToCome) keeps the lock until a ping sent after it returns.
+// answer (moreToCome) keeps the lock until a ping sent after it returns,
+// and what FerretDB answers to it (v1 answers every message) never reaches
+// the client, whose next command gets its own answer.
 func TestUnacknowledgedWriteHoldsTheLockUntilDone(t *testing.T) {
-	gateSide, ferretSide := net.Pipe()
-	var got []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r := bufio.NewReader(ferretSide)
-		for range 2 {
-			req, err := readMessage(r)
-			if err != nil {
-				t.Error(err)
-				return
+	for _, answers := range []bool{true, false} { // FerretDB v1; MongoDB
+		gateSide, ferretSide := socketPair(t) // buffered, as a real socket
+		var got []string
+		go func() {
+			r := bufio.NewReader(ferretSide)
+			for {
+				req, err := readMessage(r)
+				if err != nil {
+					return
+				}
+				name, _ := commandName(req)
+				got = append(got, name)
+				if msgMoreToCome(req) && !answers {
+					continue
+				}
+				_, _ = ferretSide.Write(replyTo(t, req, bson.D{{Key: "answer", Value: name}, {Key: "ok", Value: 1.0}}))
 			}
-			name, _ := commandName(req)
-			got = append(got, name)
+		}()
+		clientSide, clientPeer := net.Pipe()
+		g := &Gate{}
+		ur := bufio.NewReader(gateSide)
+		req := opMsgOf(t, flagMoreToCome, bson.D{{Key: "insert", Value: "c"}}, false)
+		if err := g.exchange(req, gateSide, ur, clientSide); err != nil {
+			t.Fatal(err)
 		}
-		_, _ = ferretSide.Write(opMsgOf(t, 0, bson.D{{Key: "ok", Value: 1.0}}, false))
-	}()
-	g := &Gate{}
-	req := opMsgOf(t, flagMoreToCome, bson.D{{Key: "insert", Value: "c"}}, false)
-	if err := g.exchange(req, gateSide, bufio.NewReader(gateSide), nil); err != nil {
+		if strings.Join(got, ",") != "insert,ping" {
+			t.Errorf("FerretDB got %v, want the insert then the gate's ping", got)
+		}
+		if !g.lock.TryLock() {
+			t.Fatal("the lock is still held after the ping's answer")
+		}
+		g.lock.Unlock()
+		go func() {
+			_ = g.exchange(opMsgOf(t, 0, bson.D{{Key: "find", Value: "c"}}, false), gateSide, ur, clientSide)
+		}()
+		resp, err := readMessage(bufio.NewReader(clientPeer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := bson.Raw(resp[headerLen+5:]); body.Lookup("answer").StringValue() != "find" {
+			t.Errorf("FerretDB answering w:0 writes: %v; the find got %v, want the find's answer", answers, body)
+		}
+	}
+}
+
+// socketPair returns two ends of a loopback TCP connection.
+func socketPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	if strings.Join(got, ",") != "insert,ping" {
-		t.Errorf("FerretDB got %v, want the insert then the gate's ping", got)
+	defer l.Close()
+	a, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !g.lock.TryLock() {
-		t.Error("the lock is still held after the ping's answer")
+	b, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b
+}
+
+// replyTo builds an answer to req.
+func replyTo(t *testing.T, req []byte, doc bson.D) []byte {
+	t.Helper()
+	b, err := bson.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := append([]byte{0, 0, 0, 0, 0}, b...) // flags, section kind 0
+	return wireMsg(1, int32(binary.LittleEndian.Uint32(req[4:8])), opMsg, body)
 }
 
 func TestDuplicateKeyAsMongoDB(t *testing.T) {
