@@ -2,6 +2,7 @@ package devserver_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 // TestDevDatabaseAnswersWritesAsMongoDB checks, on both backends, the
 // answers a driver gets to the writes MongoDB answers in its own way: an
-// unacknowledged write (no answer at all).
+// unacknowledged write (no answer at all), and bulk writes (counts,
+// indexes and errors per statement, of any size).
 func TestDevDatabaseAnswersWritesAsMongoDB(t *testing.T) {
 	for _, backend := range []string{"auto", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
@@ -21,6 +23,8 @@ func TestDevDatabaseAnswersWritesAsMongoDB(t *testing.T) {
 			// One connection: what a w:0 write leaves behind on it is
 			// what the next command reads.
 			t.Run("unacknowledged write", func(t *testing.T) { unacknowledgedWrite(t, connect(t, db.URI, 1)) })
+			t.Run("bulk update of 600", func(t *testing.T) { bigBulkUpdate(t, connect(t, db.URI, 0), db.URI) })
+			t.Run("bulk update with a duplicate key", func(t *testing.T) { bulkDuplicateKey(t, connect(t, db.URI, 0)) })
 		})
 	}
 }
@@ -68,4 +72,92 @@ func unacknowledgedWrite(t *testing.T, client *mongo.Client) {
 	if err := coll.FindOne(ctx, bson.M{"_id": "a"}).Decode(&d); err != nil || d.N != 2 {
 		t.Errorf("find after a w:0 insert: n=%d, %v; want 2", d.N, err)
 	}
+}
+
+// bigBulkUpdate: MongoDB takes up to 100,000 statements in one update
+// command; 600 must neither hang nor stop the next client's writes.
+func bigBulkUpdate(t *testing.T, client *mongo.Client, uri string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	coll := client.Database("wire").Collection("bulk")
+	_ = coll.Drop(ctx)
+	const n = 600
+	docs := make([]any, n)
+	models := make([]mongo.WriteModel, n)
+	for i := range n {
+		// String ids: the only filter FerretDB sends to SQLite.
+		id := fmt.Sprint(i)
+		docs[i] = bson.M{"_id": id, "n": 0}
+		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": id}).SetUpdate(bson.M{"$inc": bson.M{"n": 1}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	// Not a timing assertion: before the gate sent statements one by one,
+	// this bulk never ended.
+	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer tcancel()
+	res, err := coll.BulkWrite(tctx, models)
+	if err != nil || res.MatchedCount != n || res.ModifiedCount != n {
+		t.Errorf("bulk of %d updates: %+v, %v; want %d matched and modified", n, res, err, n)
+	}
+	other := connect(t, uri, 0)
+	octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ocancel()
+	if _, err := other.Database("wire").Collection("other").InsertOne(octx, bson.M{"x": 1}); err != nil {
+		t.Errorf("another client's insert after the bulk: %v", err)
+	}
+}
+
+// bulkDuplicateKey: a statement that breaks a unique index is a write
+// error of that statement (DuplicateKey, with its index); an ordered bulk
+// stops there, an unordered one goes on; the counts are of what was done.
+func bulkDuplicateKey(t *testing.T, client *mongo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	coll := client.Database("wire").Collection("dup")
+	_ = coll.Drop(ctx)
+	_, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}, Options: options.Index().SetUnique(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ordered := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
+			if _, err := coll.DeleteMany(ctx, bson.M{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := coll.InsertMany(ctx, []any{bson.M{"_id": 1, "k": "a"}, bson.M{"_id": 2, "k": "b"}, bson.M{"_id": 3, "k": "c"}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := coll.BulkWrite(ctx, []mongo.WriteModel{
+				mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": 1}).SetUpdate(bson.M{"$set": bson.M{"x": 1}}),
+				mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": 2}).SetUpdate(bson.M{"$set": bson.M{"k": "a"}}),
+				mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": 3}).SetUpdate(bson.M{"$set": bson.M{"x": 1}}),
+				mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": 4}).SetUpdate(bson.M{"$set": bson.M{"k": "d"}}).SetUpsert(true),
+			}, options.BulkWrite().SetOrdered(ordered))
+			var bwe mongo.BulkWriteException
+			if !mongo.IsDuplicateKeyError(err) || !errorsAs(err, &bwe) || len(bwe.WriteErrors) != 1 || bwe.WriteErrors[0].Index != 1 {
+				t.Fatalf("got %v; want a bulk write error with DuplicateKey for statement 1 alone", err)
+			}
+			wantMatched, wantUpserted := int64(1), map[int64]any(nil)
+			if !ordered {
+				wantMatched, wantUpserted = 2, map[int64]any{3: int32(4)}
+			}
+			if res == nil || res.MatchedCount != wantMatched || fmt.Sprint(res.UpsertedIDs) != fmt.Sprint(wantUpserted) {
+				t.Errorf("result %+v; want %d matched, upserted %v", res, wantMatched, wantUpserted)
+			}
+			x, err := coll.CountDocuments(ctx, bson.M{"x": 1})
+			if err != nil || x != wantMatched {
+				t.Errorf("%d documents updated, %v; want %d", x, err, wantMatched)
+			}
+		})
+	}
+}
+
+func errorsAs(err error, target *mongo.BulkWriteException) bool {
+	e, ok := err.(mongo.BulkWriteException)
+	if ok {
+		*target = e
+	}
+	return ok
 }

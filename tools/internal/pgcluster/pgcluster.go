@@ -29,11 +29,13 @@ import (
 const Database = "ferretdb"
 
 // PoolSize is FerretDB's PostgreSQL connection pool. FerretDB v1 holds one
-// connection for each update of an update command until the whole command
-// is done (msg_update.go defers each update's iterator Close in a loop), so
-// with its default of 50 a bulk write of 50 updates (the outbox relay's
-// removals after a burst) waits for a connection that only it could free,
-// forever. Idle connections close after a minute.
+// connection for each statement of an update command until the whole
+// command is done (msg_update.go defers each iterator's Close in a loop);
+// the write gate therefore sends it one statement per command
+// (wiregate/update.go). The pool stays well above FerretDB's default of 50
+// for what remains: every open cursor holds a connection until it is read
+// to the end or closed, and reads run side by side. Idle connections close
+// after a minute.
 const PoolSize = 500
 
 // Find returns the directory of PostgreSQL's server binaries (initdb and

@@ -17,6 +17,8 @@ var duplicateMarks = [][]byte{
 	[]byte("UNIQUE constraint failed"),                       // SQLite
 }
 
+const duplicateKeyCode = 11000
+
 // duplicateKeyAsMongoDB rewrites an InternalError answer caused by a
 // unique index into MongoDB's DuplicateKey error; any other answer comes
 // back unchanged.
@@ -40,7 +42,7 @@ func duplicateKeyAsMongoDB(resp []byte) []byte {
 	doc, err := bson.Marshal(bson.D{
 		{Key: "ok", Value: 0.0},
 		{Key: "errmsg", Value: "E11000 duplicate key error (FerretDB: " + msg + ")"},
-		{Key: "code", Value: int32(11000)},
+		{Key: "code", Value: int32(duplicateKeyCode)},
 		{Key: "codeName", Value: "DuplicateKey"},
 	})
 	if err != nil {

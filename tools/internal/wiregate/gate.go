@@ -138,11 +138,22 @@ func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
 // exchange forwards req and relays its answer, under the lock the request
 // needs.
 func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Conn) error {
-	_, write, moreToCome := classify(req)
+	name, write, moreToCome := classify(req)
 	if write && !g.Off {
 		g.lock.Lock()
 		defer g.lock.Unlock()
 		g.writes.Add(1)
+	}
+	if write && name == "update" {
+		// One statement at a time (update.go).
+		if u, ok := parseUpdate(req); ok {
+			resp, err := u.run(up, ur)
+			if err != nil || moreToCome {
+				return err
+			}
+			_, err = client.Write(resp)
+			return err
+		}
 	}
 	if _, err := up.Write(req); err != nil {
 		return err

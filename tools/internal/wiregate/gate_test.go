@@ -173,21 +173,14 @@ func TestUnacknowledgedWriteHoldsTheLockUntilDone(t *testing.T) {
 	for _, answers := range []bool{true, false} { // FerretDB v1; MongoDB
 		gateSide, ferretSide := socketPair(t) // buffered, as a real socket
 		var got []string
-		go func() {
-			r := bufio.NewReader(ferretSide)
-			for {
-				req, err := readMessage(r)
-				if err != nil {
-					return
-				}
-				name, _ := commandName(req)
-				got = append(got, name)
-				if msgMoreToCome(req) && !answers {
-					continue
-				}
-				_, _ = ferretSide.Write(replyTo(t, req, bson.D{{Key: "answer", Value: name}, {Key: "ok", Value: 1.0}}))
+		go serveFake(ferretSide, func(req []byte) []byte {
+			name, _ := commandName(req)
+			got = append(got, name)
+			if msgMoreToCome(req) && !answers {
+				return nil
 			}
-		}()
+			return replyTo(t, req, bson.D{{Key: "answer", Value: name}, {Key: "ok", Value: 1.0}})
+		})
 		clientSide, clientPeer := net.Pipe()
 		g := &Gate{}
 		ur := bufio.NewReader(gateSide)
@@ -211,6 +204,23 @@ func TestUnacknowledgedWriteHoldsTheLockUntilDone(t *testing.T) {
 		}
 		if body := bson.Raw(resp[headerLen+5:]); body.Lookup("answer").StringValue() != "find" {
 			t.Errorf("FerretDB answering w:0 writes: %v; the find got %v, want the find's answer", answers, body)
+		}
+	}
+}
+
+// serveFake plays FerretDB on conn: it answers each message with
+// answer(message), or not at all when that is nil.
+func serveFake(conn net.Conn, answer func(req []byte) []byte) {
+	r := bufio.NewReader(conn)
+	for {
+		req, err := readMessage(r)
+		if err != nil {
+			return
+		}
+		if resp := answer(req); resp != nil {
+			if _, err := conn.Write(resp); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -268,5 +278,118 @@ func TestDuplicateKeyAsMongoDB(t *testing.T) {
 	other := opMsgOf(t, 0, bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "boom"}, {Key: "code", Value: int32(1)}}, false)
 	if string(duplicateKeyAsMongoDB(other)) != string(other) {
 		t.Error("an InternalError not caused by a unique index was changed")
+	}
+}
+
+// updateOf builds an update command of n statements {q: {_id: i}}, in a
+// document sequence (as drivers send them) or in the body.
+func updateOf(t *testing.T, n int, ordered, inBody bool) []byte {
+	t.Helper()
+	var stmts bson.A
+	var seq []byte
+	for i := range n {
+		stmt := bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: int32(i)}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}
+		stmts = append(stmts, stmt)
+		b, _ := bson.Marshal(stmt)
+		seq = append(seq, b...)
+	}
+	cmd := bson.D{{Key: "update", Value: "c"}, {Key: "ordered", Value: ordered}, {Key: "$db", Value: "d"}}
+	if inBody {
+		cmd = append(cmd, bson.E{Key: "updates", Value: stmts})
+	}
+	b, err := bson.Marshal(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := binary.LittleEndian.AppendUint32(nil, 0)
+	body = append(body, 0)
+	body = append(body, b...)
+	if !inBody {
+		body = append(body, 1)
+		body = binary.LittleEndian.AppendUint32(body, uint32(4+len("updates\x00")+len(seq)))
+		body = append(body, "updates\x00"...)
+		body = append(body, seq...)
+	}
+	return wireMsg(42, 0, opMsg, body)
+}
+
+// TestUpdateStatementsOneByOne: FerretDB gets one statement per command;
+// the client gets MongoDB's answer to its whole command.
+func TestUpdateStatementsOneByOne(t *testing.T) {
+	duplicate := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: `ERROR: duplicate key value violates unique constraint "k" (SQLSTATE 23505)`}, {Key: "code", Value: int32(1)}, {Key: "codeName", Value: "InternalError"}}
+	for _, tc := range []struct {
+		name    string
+		ordered bool
+		inBody  bool
+		// FerretDB's answer to the statement on _id i
+		answer func(i int32) bson.D
+		sent   int
+		want   string
+	}{
+		{"all done", true, false, func(i int32) bson.D {
+			return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}
+		}, 3, `{"n": {"$numberInt":"3"},"nModified": {"$numberInt":"3"},"ok": {"$numberDouble":"1.0"}}`},
+		{"statements in the body", true, true, func(i int32) bson.D {
+			return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}
+		}, 3, `{"n": {"$numberInt":"3"},"nModified": {"$numberInt":"3"},"ok": {"$numberDouble":"1.0"}}`},
+		{"upsert numbered by statement", true, false, func(i int32) bson.D {
+			if i == 2 {
+				return bson.D{{Key: "n", Value: int32(1)}, {Key: "upserted", Value: bson.A{bson.D{{Key: "index", Value: int32(0)}, {Key: "_id", Value: "x"}}}}, {Key: "nModified", Value: int32(0)}, {Key: "ok", Value: 1.0}}
+			}
+			return bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "ok", Value: 1.0}}
+		}, 3, `{"n": {"$numberInt":"1"},"upserted": [{"index": {"$numberInt":"2"},"_id": "x"}],"nModified": {"$numberInt":"0"},"ok": {"$numberDouble":"1.0"}}`},
+		{"ordered stops at a duplicate", true, false, func(i int32) bson.D {
+			if i == 1 {
+				return duplicate
+			}
+			return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}
+		}, 2, `{"n": {"$numberInt":"1"},"nModified": {"$numberInt":"1"},"writeErrors": [{"index": {"$numberInt":"1"},"code": {"$numberInt":"11000"},"errmsg": "E11000 duplicate key error (FerretDB: ERROR: duplicate key value violates unique constraint \"k\" (SQLSTATE 23505))"}],"ok": {"$numberDouble":"1.0"}}`},
+		{"unordered goes on", false, false, func(i int32) bson.D {
+			if i == 1 {
+				return bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(14)}, {Key: "errmsg", Value: "type"}}}}, {Key: "ok", Value: 1.0}}
+			}
+			return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}, {Key: "ok", Value: 1.0}}
+		}, 3, `{"n": {"$numberInt":"2"},"nModified": {"$numberInt":"2"},"writeErrors": [{"index": {"$numberInt":"1"},"code": {"$numberInt":"14"},"errmsg": "type"}],"ok": {"$numberDouble":"1.0"}}`},
+		{"a command error is the command's", true, false, func(i int32) bson.D {
+			return bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "Invalid namespace"}, {Key: "code", Value: int32(73)}}
+		}, 1, `{"ok": {"$numberDouble":"0.0"},"errmsg": "Invalid namespace","code": {"$numberInt":"73"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gateSide, ferretSide := net.Pipe()
+			sent := 0
+			go serveFake(ferretSide, func(req []byte) []byte {
+				u, ok := parseUpdate(req)
+				if !ok || len(u.stmts) != 1 {
+					t.Errorf("FerretDB got an update it cannot read, or of several statements")
+					return nil
+				}
+				sent++
+				return replyTo(t, req, tc.answer(u.stmts[0].Lookup("q", "_id").Int32()))
+			})
+			clientSide, clientPeer := net.Pipe()
+			g := &Gate{}
+			go func() {
+				if err := g.exchange(updateOf(t, 3, tc.ordered, tc.inBody), gateSide, bufio.NewReader(gateSide), clientSide); err != nil {
+					t.Error(err)
+				}
+			}()
+			resp, err := readMessage(bufio.NewReader(clientPeer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, ok := msgBody(resp)
+			if !ok {
+				t.Fatal("the answer is not a one-section OP_MSG")
+			}
+			if got := body.String(); got != tc.want {
+				t.Errorf("answer %s,\nwant %s", got, tc.want)
+			}
+			if responseTo(resp) != 42 {
+				t.Errorf("answer to request %d, want 42", responseTo(resp))
+			}
+			if sent != tc.sent {
+				t.Errorf("FerretDB got %d statements, want %d", sent, tc.sent)
+			}
+		})
 	}
 }
