@@ -18,6 +18,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -620,13 +621,14 @@ type listingSizeResult struct {
 // listingRoutes are the reads measured, each as nginx_<route>,
 // gateway_<route> and, for list and detail, catalog_<route> (the catalog on
 // its own port).
-var listingRoutes = []string{"list", "list_gzip", "list_304", "detail", "categories"}
+var listingRoutes = []string{"list", "list_gzip", "list_304", "detail", "categories", "sync", "sync_empty"}
 
 // listingRoutePaths say what each route is, for the report.
 var listingRoutePaths = map[string]string{
 	"list": "`/public/documents`", "list_gzip": "`/public/documents`, gzip",
 	"list_304": "`/public/documents`, `If-None-Match` → 304", "detail": "`/public/documents/:id/detail`",
 	"categories": "`/public/tags-categories`",
+	"sync": "`/public/sync`, first page", "sync_empty": "`/public/sync?cursor=`, nothing new (issue 14)",
 }
 
 func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg listingSettings, n int, detailID string) *listingSizeResult {
@@ -636,12 +638,29 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 	gz := st.Req("GET", "/public/documents", nil, "Accept-Encoding", "gzip")
 	detail := st.Req("GET", detailPath, nil, "Accept-Encoding", "identity")
 	cats := st.Req("GET", "/public/tags-categories", nil, "Accept-Encoding", "identity")
-	if list.Status != 200 || gz.Status != 200 || gz.Header.Get("Content-Encoding") != "gzip" || detail.Status != 200 || cats.Status != 200 {
-		b.Fatalf("listing %d, gzip listing %d (%q), detail %d, categories %d", list.Status, gz.Status,
-			gz.Header.Get("Content-Encoding"), detail.Status, cats.Status)
+	// Sync: the first page (up to 1,000 documents), and a sync that finds
+	// nothing new, from the cursor of an up-to-date one.
+	syncFirst := st.Req("GET", "/public/sync", nil, "Accept-Encoding", "identity")
+	var page struct {
+		Cursor  string `json:"cursor"`
+		HasMore bool   `json:"hasMore"`
 	}
+	syncFirst.JSON(b, &page)
+	for page.HasMore {
+		st.Req("GET", "/public/sync?cursor="+url.QueryEscape(page.Cursor), nil, "Accept-Encoding", "identity").JSON(b, &page)
+	}
+	syncPath := "/public/sync?cursor=" + url.QueryEscape(page.Cursor)
+	syncEmpty := st.Req("GET", syncPath, nil, "Accept-Encoding", "identity")
+	if list.Status != 200 || gz.Status != 200 || gz.Header.Get("Content-Encoding") != "gzip" || detail.Status != 200 || cats.Status != 200 ||
+		syncFirst.Status != 200 || syncEmpty.Status != 200 {
+		b.Fatalf("listing %d, gzip listing %d (%q), detail %d, categories %d, sync %d, empty sync %d", list.Status, gz.Status,
+			gz.Header.Get("Content-Encoding"), detail.Status, cats.Status, syncFirst.Status, syncEmpty.Status)
+	}
+	// nginx serves the two sync answers under paths of their own (it
+	// would not tell them apart by the query).
 	ng := startListingNginx(b, nginxBin, map[string]nginxFile{
 		"/public/documents": {list.Body, gz.Body}, detailPath: {body: detail.Body}, "/public/tags-categories": {body: cats.Body},
+		"/sync/first": {body: syncFirst.Body}, "/sync/empty": {body: syncEmpty.Body},
 	})
 	// The same bytes from nginx as from the gateway, and nginx's ETag for
 	// its 304s.
@@ -668,7 +687,8 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 	cat := st.ServiceURL("catalog")
 	gzipped := []string{"Accept-Encoding: gzip"}
 	res := &listingSizeResult{n: n, runs: map[string][]wrkRun{}, bytes: map[string]int{
-		"list": len(list.Body), "list_gzip": len(gz.Body), "list_304": 0, "detail": len(detail.Body), "categories": len(cats.Body)},
+		"list": len(list.Body), "list_gzip": len(gz.Body), "list_304": 0, "detail": len(detail.Body), "categories": len(cats.Body),
+		"sync": len(syncFirst.Body), "sync_empty": len(syncEmpty.Body)},
 		targets: []listingTarget{
 			{"nginx_list", ng + "/public/documents", nil},
 			{"gateway_list", st.URL + "/public/documents", nil},
@@ -682,6 +702,10 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 			{"catalog_detail", cat + detailPath, nil},
 			{"nginx_categories", ng + "/public/tags-categories", nil},
 			{"gateway_categories", st.URL + "/public/tags-categories", nil},
+			{"nginx_sync", ng + "/sync/first", nil},
+			{"gateway_sync", st.URL + "/public/sync", nil},
+			{"nginx_sync_empty", ng + "/sync/empty", nil},
+			{"gateway_sync_empty", st.URL + syncPath, nil},
 		}}
 	for _, t := range res.targets { // every 304 target really gets 304s
 		if !strings.HasSuffix(t.name, "_304") {
@@ -804,6 +828,7 @@ var listingCriteria = []struct {
 	{"list_gzip", 0.8, 1.5},
 	{"categories", 0.5, 0},
 	{"list_304", 0.5, 0},
+	{"sync_empty", 0.5, 0}, // issue 14
 }
 
 var listingTargetSizes = []int{1000, 10000}

@@ -82,6 +82,13 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
+// run starts, in this order: the logger, telemetry and the MongoDB client
+// (process.Start, whose Close ends them last), the store's indexes, NATS
+// (connecting in the background), the outbox relay, the domain service and
+// the in-memory library, the consumers (once NATS is up), the background
+// jobs and the HTTP server. It stops in the reverse order: the server lets
+// in-flight requests finish, then the consumers, the jobs, the relay (a
+// last pass), NATS, MongoDB and telemetry.
 func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg, err := load(env)
@@ -105,7 +112,7 @@ func run(ctx context.Context) error {
 	// A purge stores its event in the document's tombstone; once the relay
 	// has published it, the tombstone can go.
 	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log, outbox.RelayConfig{AfterPublish: func(ctx context.Context) error {
-		_, err := store.SweepPurged(ctx)
+		_, err := store.Sweep(ctx)
 		return err
 	}}, store.Documents())
 	// Stopped at return, after the HTTP server's in-flight requests (and,

@@ -298,8 +298,8 @@ func TestCursorFromTheFutureAndExpired(t *testing.T) {
 	}
 	_, err = store.Documents().UpdateMany(ctx, map[string]any{}, map[string]any{"$unset": map[string]any{"outbox": ""}, "$set": map[string]any{"outboxCount": 0}})
 	testkit.Must(t, err, "publish the events")
-	if n, err := store.SweepPurged(ctx); err != nil || n != 1 {
-		t.Fatalf("SweepPurged = %d, %v", n, err)
+	if n, err := store.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v", n, err)
 	}
 	if _, err := l.Sync(ctx, before.Next.String(), 0); !errors.Is(err, ErrCursorExpired) {
 		t.Errorf("a cursor from before the purged document's deletion: %v, want ErrCursorExpired", err)

@@ -132,10 +132,11 @@ type Store interface {
 	// ReleaseStuck clears deletion marks set before cutoff (a crash between
 	// the steps of a deletion) and returns how many it cleared.
 	ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, error)
-	// Swept returns the tombstones whose events are all published.
-	Swept(ctx context.Context) ([]Media, error)
-	// Purge removes the tombstone id if its events are all published.
-	Purge(ctx context.Context, id string) error
+	// Sweepable returns the tombstones whose events are all published.
+	Sweepable(ctx context.Context) ([]Media, error)
+	// RemoveTombstone removes the tombstone id for good if its events are
+	// all published.
+	RemoveTombstone(ctx context.Context, id string) error
 
 	// Uploads records the objects being written (upload intents), so that
 	// what a crash or a failed clean-up leaves in Blobs is found again.

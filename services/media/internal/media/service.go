@@ -177,7 +177,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 	if n > 0 {
 		s.log.InfoContext(ctx, "cleared stuck deletion marks", "count", n)
 	}
-	done, err := s.store.Swept(ctx)
+	done, err := s.store.Sweepable(ctx)
 	if err != nil {
 		return err
 	}
@@ -187,8 +187,8 @@ func (s *Service) Sweep(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("remove object of %s: %w", m.ID, err))
 			continue // keep the record so the next sweep retries
 		}
-		if err := s.store.Purge(ctx, m.ID); err != nil {
-			errs = append(errs, fmt.Errorf("purge %s: %w", m.ID, err))
+		if err := s.store.RemoveTombstone(ctx, m.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove tombstone %s: %w", m.ID, err))
 		}
 	}
 	return errors.Join(append(errs, uploadsErr)...)

@@ -57,6 +57,11 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
+// run starts, in this order: the logger, telemetry and the MongoDB client
+// (process.Start, whose Close ends them last), the store's indexes, NATS
+// (connecting in the background), the outbox relay and the HTTP server. It
+// stops in the reverse order: the server lets in-flight requests finish,
+// then the relay (a last pass), NATS, MongoDB and telemetry.
 func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg, err := load(env)

@@ -378,14 +378,14 @@ func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]str
 	return decodeIDs(ctx, cur)
 }
 
-// SweepPurged removes for good the tombstones of purged documents whose
+// Sweep removes for good the tombstones of purged documents whose
 // event is published: it first raises the horizon to their DeletedSeq
 // (and moves the counter, so that replicas read it), then deletes them, so
 // a sync cursor that could miss their removal is expired before they are
 // gone. It returns how many it removed;
 // idempotent and safe on several replicas (the relay runs it after
 // publishing).
-func (s *Store) SweepPurged(ctx context.Context) (int, error) {
+func (s *Store) Sweep(ctx context.Context) (int, error) {
 	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$or": bson.A{
 		bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0},
 	}}

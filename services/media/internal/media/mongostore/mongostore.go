@@ -285,13 +285,13 @@ func (s *Store) ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, erro
 	return res.ModifiedCount, nil
 }
 
-// Swept implements media.Store.
-func (s *Store) Swept(ctx context.Context) ([]media.Media, error) {
+// Sweepable implements media.Store.
+func (s *Store) Sweepable(ctx context.Context) ([]media.Media, error) {
 	return s.find(ctx, published(bson.M{}), nil)
 }
 
-// Purge implements media.Store.
-func (s *Store) Purge(ctx context.Context, id string) error {
+// RemoveTombstone implements media.Store.
+func (s *Store) RemoveTombstone(ctx context.Context, id string) error {
 	_, err := s.coll.DeleteOne(ctx, published(bson.M{"_id": id}))
 	return err
 }

@@ -189,14 +189,29 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
 	defer s.rev.Bump(ctx)
 	_, err := s.categories.InsertOne(ctx, doc)
 	if mongo.IsDuplicateKeyError(err) {
-		return s.whichDuplicate(ctx, s.categories, c.ID)
+		return s.whichDuplicate(ctx, s.categories, c.ID, err)
 	}
 	return err
 }
 
 // whichDuplicate tells a taken id from a taken name after a unique-index
-// violation (the error text differs between MongoDB and FerretDB).
-func (s *Store) whichDuplicate(ctx context.Context, coll *mongo.Collection, id string) error {
+// violation. MongoDB names the index's keys in the error (keyPattern);
+// the development database (FerretDB) does not, so then the store asks
+// whether the id is taken.
+func (s *Store) whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, err error) error {
+	var we mongo.WriteException
+	if errors.As(err, &we) {
+		for _, e := range we.WriteErrors {
+			keys, ok := e.Raw.Lookup("keyPattern").DocumentOK()
+			switch {
+			case !ok:
+			case keys.Lookup("id").Type != 0:
+				return tag.ErrDuplicateID
+			default:
+				return tag.ErrDuplicateName
+			}
+		}
+	}
 	n, err := coll.CountDocuments(ctx, bson.M{"id": id})
 	if err != nil {
 		return err
@@ -362,7 +377,7 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
 	defer s.rev.Bump(ctx)
 	if _, err := s.tags.InsertOne(ctx, doc); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
-			return s.whichDuplicate(ctx, s.tags, t.ID)
+			return s.whichDuplicate(ctx, s.tags, t.ID, err)
 		}
 		return err
 	}
