@@ -2,7 +2,9 @@
 // Docker Compose itself uses) and checks what the team relies on without a
 // Docker engine: the expected services, a healthcheck on every container,
 // every image pinned (by version or digest, the Dockerfiles' base images
-// too), start order on health, and the services' hardening.
+// too), start order on health, the services' hardening, and each service's
+// environment against the README's Configuration (every required variable
+// set, no name it does not document).
 //
 // It is its own module, outside go.work, so that compose-go never enters the
 // services' dependency graphs:
