@@ -219,8 +219,10 @@ func checkMetricsNotRouted(t *testing.T, m *manifests) {
 // Egress follows the endpoints the values name: the port of s3.endpoint,
 // of every server of nats.url, of otel.endpoint and of bo.oidc.issuerUrl
 // (the scheme's when none is written) is open to the service that calls
-// it, and nothing else is. The chart README's own install example moves
-// S3 to 443: with a fixed list of ports, media could not reach it.
+// it, besides networkPolicy.egress.<dest>.ports (the pods' ports behind an
+// in-cluster Service: a MinIO Operator tenant answers on 443 from pods on
+// 9000), and nothing else is. An S3 outside the cluster on 443 was
+// unreachable with the ports list alone.
 func TestEgressFollowsEndpoints(t *testing.T) {
 	t.Parallel()
 	ch := loadChart(t)
@@ -235,10 +237,10 @@ func TestEgressFollowsEndpoints(t *testing.T) {
 	}
 	m := decode(t, out)
 	want := map[string]string{ // every port each service may reach (53: DNS, UDP and TCP)
-		"taxonomy": "443 4222 14222 27017 53/UDP 53",
-		"catalog":  "443 4222 8081 8083 14222 27017 53/UDP 53",
-		"media":    "443 4222 8082 14222 27017 53/UDP 53",
-		"gateway":  "443 8081 8082 8083 8443 53/UDP 53",
+		"taxonomy": "443 4318 4222 14222 27017 53/UDP 53",
+		"catalog":  "443 4318 4222 8081 8083 14222 27017 53/UDP 53",
+		"media":    "443 4318 4222 9000 8082 14222 27017 53/UDP 53",
+		"gateway":  "443 4318 8081 8082 8083 8443 53/UDP 53",
 	}
 	for svc, ports := range want {
 		if got := egressPorts(netpol(t, m, svc)); got != sortedFields(ports) {
@@ -253,8 +255,8 @@ func TestEgressFollowsEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
-	if got := egressPorts(netpol(t, decode(t, out), "media")); got != sortedFields("80 443 4222 8082 27017 53/UDP 53") {
-		t.Errorf("media may reach ports %s, want 80 (S3 without TLS), 443 (OTLP), 4222 (NATS), catalog, MongoDB and DNS", got)
+	if got := egressPorts(netpol(t, decode(t, out), "media")); got != sortedFields("80 443 4318 4222 9000 8082 27017 53/UDP 53") {
+		t.Errorf("media may reach ports %s, want 80 (S3 without TLS), 9000, 443 and 4318 (OTLP), 4222 (NATS), catalog, MongoDB and DNS", got)
 	}
 }
 

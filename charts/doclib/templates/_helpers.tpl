@@ -278,8 +278,9 @@ The ports of what an egress destination's endpoint names, as a JSON list:
 the port written in s3.endpoint, in each server of nats.url, in
 otel.endpoint or in bo.oidc.issuerUrl, else its scheme's (S3: 443 with TLS,
 80 without; NATS: 4222). The NetworkPolicies open them beside
-networkPolicy.egress.<dest>.ports, so that moving an endpoint never needs
-a second setting to stay reachable. (dict "root" $ "dest" "s3")
+networkPolicy.egress.<dest>.ports, so that an endpoint outside the cluster
+needs no second setting; behind an in-cluster Service a policy sees the
+pods' port instead, which .ports lists. (dict "root" $ "dest" "s3")
 */}}
 {{- define "doclib.endpointPorts" -}}
 {{- $v := .root.Values }}
