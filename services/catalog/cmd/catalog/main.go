@@ -34,10 +34,11 @@ const service = "catalog"
 // Background work: holds left by writers that died are released
 // (mongostore.ReleaseStale); the trash is purged of documents older than
 // the retention; the tag categories, which order related documents, are
-// revalidated.
+// revalidated (sync revalidates them itself, at most every second, while
+// clients sync).
 const (
 	releaseEvery    = 15 * time.Second
-	categoriesEvery = time.Second
+	categoriesEvery = 10 * time.Second
 )
 
 func main() {
