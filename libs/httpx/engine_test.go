@@ -64,6 +64,7 @@ func TestRequestMetrics(t *testing.T) {
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/metrics-test/a"}, {"GET", "/metrics-test/b"}, {"POST", "/metrics-test/a"},
 		{"BREW", "/metrics-test/a"}, {"GET", "/metrics-test-panic"}, {"GET", "/readyz"}, {"GET", "/healthz"},
+		{"GET", "/no/such/path/1"}, {"GET", "/no/such/path/2"}, // unknown paths: one series, no path in it
 	} {
 		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(r.method, r.path, nil))
 	}
@@ -76,6 +77,7 @@ func TestRequestMetrics(t *testing.T) {
 		`http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="405",http_route=""} 1`,
 		`http_server_request_duration_seconds_count{http_request_method="_OTHER",http_response_status_code="405",http_route=""} 1`,
 		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="500",http_route="/metrics-test-panic"} 1`,
+		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="404",http_route=""} 2`,
 		`http_server_request_duration_seconds_bucket{http_request_method="GET",http_response_status_code="204",http_route="/metrics-test/:id",le="0.005"}`,
 		"go_goroutines ",
 		"process_resident_memory_bytes ",
@@ -84,9 +86,9 @@ func TestRequestMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	for _, probe := range []string{`http_route="/readyz"`, `http_route="/healthz"`, `http_route="/metrics"`} {
+	for _, probe := range []string{`http_route="/readyz"`, `http_route="/healthz"`, `http_route="/metrics"`, `/no/such/path`} {
 		if strings.Contains(out, probe) {
-			t.Errorf("/metrics counts the probe %s", probe)
+			t.Errorf("/metrics has a series with %s (probes and request paths never make one)", probe)
 		}
 	}
 	if t.Failed() {
