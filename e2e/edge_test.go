@@ -125,6 +125,31 @@ func TestEdgeListenersAndRoles(t *testing.T) {
 		}
 	})
 
+	t.Run("public config", func(t *testing.T) {
+		r := st.Req("GET", "/public/config", nil)
+		if r.Status != 200 || string(r.Body) != `{"moderatorEmail":"`+ModeratorEmail+`"}` {
+			t.Fatalf("GET /public/config before any PUT: %d %s", r.Status, r.Body)
+		}
+		for _, bad := range []string{`{"moderatorEmail":"not-an-email"}`, `{"moderatorEmail":"Mod <mod@example.org>"}`, `{}`} {
+			r := st.BO("PUT", "/bo/config", bad)
+			if r.Status != 422 || r.Problem(t).Fields() != "moderatorEmail" {
+				t.Errorf("PUT %s: %d %s, want 422 naming moderatorEmail", bad, r.Status, r.Body)
+			}
+		}
+		if r := st.Req("PUT", "/bo/config", `{"moderatorEmail":"x@example.org"}`, viewer...); r.Status != 403 {
+			t.Errorf("a viewer's PUT: %d, want 403", r.Status)
+		}
+		if r := st.Req("PUT", "/bo/config", `{"moderatorEmail":"x@example.org"}`, editor...); r.Status != 200 ||
+			!strings.Contains(string(r.Body), `"updatedBy":"`+TokenName+`"`) {
+			t.Errorf("an editor's PUT: %d %s", r.Status, r.Body)
+		}
+		// The author sees it at once through the gateway (its micro-cache
+		// revalidates after a back-office write).
+		if r := st.Req("GET", "/public/config", nil); string(r.Body) != `{"moderatorEmail":"x@example.org"}` {
+			t.Errorf("GET /public/config after the PUT: %s", r.Body)
+		}
+	})
+
 	t.Run("media records who uploaded them", func(t *testing.T) {
 		id := st.Upload("guide.pdf", []byte("%PDF-1.4\n%edge test\n"))
 		var list []struct{ ID, CreatedBy, UpdatedBy string }

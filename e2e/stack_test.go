@@ -36,6 +36,9 @@ const (
 	ViewerName  = "e2e-viewer"
 )
 
+// ModeratorEmail is the stack's public settings' address until a PUT.
+const ModeratorEmail = "moderation@example.org"
+
 // BackOfficeOrigin is the origin a browser back-office may call the
 // stack's admin listener from.
 const BackOfficeOrigin = "http://localhost:5173"
@@ -96,6 +99,9 @@ type Stack struct {
 	natsAt   string
 	natsDir  string
 	logs     *testkit.Buffer
+	// Check, when set, validates every answer Req gets against the OpenAPI
+	// document.
+	Check *Contract
 }
 
 // order is the start order; the gateway last.
@@ -124,7 +130,8 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 	natsURL := "nats://" + st.natsAt
 	url := func(s string) string { return "http://" + st.addrs[s] }
 	st.env = map[string][]string{
-		"taxonomy": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "tax", "NATS_URL=" + natsURL},
+		"taxonomy": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "tax", "NATS_URL=" + natsURL,
+			"MODERATOR_EMAIL=" + ModeratorEmail},
 		"media": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "med", "NATS_URL=" + natsURL,
 			"CATALOG_URL=" + url("catalog"), "S3_ENDPOINT=" + s3.Endpoint, "S3_ACCESS_KEY=" + s3.AccessKey,
 			"S3_SECRET_KEY=" + s3.SecretKey, "S3_BUCKET=" + name},
@@ -328,7 +335,11 @@ func (st *Stack) Req(method, path string, body any, headers ...string) Response 
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	testkit.Must(st.t, err, "read body")
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	r := Response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	if st.Check != nil {
+		st.Check.Check(st.t, req, r)
+	}
+	return r
 }
 
 // BO sends a back-office request with the stack's token.

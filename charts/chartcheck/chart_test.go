@@ -63,6 +63,9 @@ func TestRenders(t *testing.T) {
 			if _, ok := gw["BO_API_TOKENS"]; !ok {
 				t.Error("gateway has no BO_API_TOKENS with bo.tokens set")
 			}
+			if e := env(t, deployment(t, m, "taxonomy")); e["MODERATOR_EMAIL"] != "moderation@example.org" {
+				t.Errorf("taxonomy MODERATOR_EMAIL = %q", e["MODERATOR_EMAIL"])
+			}
 			bo := secret(t, m, "doclib-bo")
 			if got := string(bo.Data["bo-api-tokens"]); got != "ci-editor:editor:ci-only-token-0123456789abcdef-0123" {
 				t.Errorf("bo-api-tokens = %q, want NAME:ROLE:TOKEN", got)
@@ -139,7 +142,7 @@ func TestRefusesWithoutCredentials(t *testing.T) {
 	ch := loadChart(t)
 	for _, vals := range []map[string]any{
 		valuesFile(t, "fail-no-credentials.yaml"),
-		{}, // the chart's own defaults
+		{"moderatorEmail": "moderation@example.org"}, // the chart's own defaults otherwise
 	} {
 		_, err := render(ch, vals)
 		if err == nil || !strings.Contains(err.Error(), "needs credentials and there is no default token") {
@@ -154,6 +157,16 @@ func TestRefusesWithoutCredentials(t *testing.T) {
 	bad["bo"] = map[string]any{"tokens": []any{map[string]any{"name": "alice", "role": "editor", "token": "short"}}}
 	if _, err := render(ch, bad); err == nil || !strings.Contains(err.Error(), "token") {
 		t.Errorf("a short token: error %v, want a schema error", err)
+	}
+	bad = valuesFile(t, "default-values.yaml")
+	delete(bad, "moderatorEmail")
+	if _, err := render(ch, bad); err == nil || !strings.Contains(err.Error(), "moderatorEmail is required") {
+		t.Errorf("no moderatorEmail: error %v, want the chart's refusal", err)
+	}
+	bad = valuesFile(t, "default-values.yaml")
+	bad["moderatorEmail"] = "not an address"
+	if _, err := render(ch, bad); err == nil || !strings.Contains(err.Error(), "moderatorEmail") {
+		t.Errorf("a moderatorEmail that is not one: error %v, want a schema error", err)
 	}
 	bad = valuesFile(t, "default-values.yaml")
 	bad["gateway"] = map[string]any{"adminPort": 8080}

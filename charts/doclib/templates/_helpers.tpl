@@ -124,6 +124,9 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- if and $bo.oidc.issuerUrl (not $bo.oidc.audience) }}
 {{- fail "bo.oidc.audience is required when bo.oidc.issuerUrl is set" }}
 {{- end }}
+{{- if not .Values.moderatorEmail }}
+{{- fail "moderatorEmail is required: the address the app shows (GET /public/config) until an editor sets one" }}
+{{- end }}
 {{- if not (or .Values.mongodb.existingSecret .Values.mongodb.uri) }}
 {{- fail "mongodb: set mongodb.uri or mongodb.existingSecret" }}
 {{- end }}
@@ -186,6 +189,9 @@ secrets and the downward API come after, then extraEnv.
 {{- if has $name (list "taxonomy" "catalog" "media") }}
 {{- $_ := set $plain "MONGODB_DATABASE" (index $v.mongodb.databases $name) }}
 {{- $_ := set $plain "NATS_URL" $v.nats.url }}
+{{- end }}
+{{- if eq $name "taxonomy" }}
+{{- $_ := set $plain "MODERATOR_EMAIL" $v.moderatorEmail }}
 {{- end }}
 {{- if eq $name "catalog" }}
 {{- $_ := set $plain "TAXONOMY_URL" (include "doclib.url" (dict "root" $root "name" "taxonomy")) }}

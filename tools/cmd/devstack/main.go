@@ -140,7 +140,7 @@ func run(ctx context.Context) error {
 		name, addr string
 		env        []string
 	}{
-		{"taxonomy", taxonomyAddr, common},
+		{"taxonomy", taxonomyAddr, append([]string{"MODERATOR_EMAIL=" + envOr("MODERATOR_EMAIL", "moderation@example.org")}, common...)},
 		{"media", mediaAddr, append(append([]string{"CATALOG_URL=http://" + catalogAddr}, common...), s3Env...)},
 		{"catalog", catalogAddr, append([]string{"TAXONOMY_URL=http://" + taxonomyAddr, "MEDIA_URL=http://" + mediaAddr}, common...)},
 		{"gateway", gatewayAddr, []string{

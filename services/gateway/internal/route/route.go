@@ -67,14 +67,15 @@ func (r Route) Read() bool { return r.Method == http.MethodGet || r.Method == ht
 // MicroCached reports whether the gateway may answer the route from its
 // micro-cache: the public JSON reads, the same bytes for every client
 // (the listing, asked at every start of the app, a detail, the tag
-// categories, a media record), revalidated with the service's ETag.
+// categories, a media record, the public settings), revalidated with the
+// service's ETag.
 // Downloads are streamed, never kept.
 func (r Route) MicroCached() bool {
 	if !r.Read() {
 		return false
 	}
 	switch r.Path {
-	case "/public/documents", "/public/documents/:id/detail", "/public/tags-categories", "/public/medias/:id":
+	case "/public/documents", "/public/documents/:id/detail", "/public/tags-categories", "/public/medias/:id", "/public/config":
 		return true
 	}
 	return false
@@ -106,6 +107,10 @@ func table() []Route {
 		{"POST", "/bo/tags", Taxonomy, JSON},
 		{"PATCH", "/bo/tags/:id", Taxonomy, JSON},
 		{"DELETE", "/bo/tags/:id", Taxonomy, NoBody},
+		// the public settings (taxonomy keeps them)
+		{"GET", "/public/config", Taxonomy, NoBody},
+		{"GET", "/bo/config", Taxonomy, NoBody},
+		{"PUT", "/bo/config", Taxonomy, JSON},
 
 		// catalog
 		{"GET", "/public/documents", Catalog, NoBody},

@@ -18,6 +18,9 @@ func TestTable(t *testing.T) {
 		{"POST", "/bo/tags", tax, route.JSON},
 		{"PATCH", "/bo/tags/:id", tax, route.JSON},
 		{"DELETE", "/bo/tags/:id", tax, route.NoBody},
+		{"GET", "/public/config", tax, route.NoBody},
+		{"GET", "/bo/config", tax, route.NoBody},
+		{"PUT", "/bo/config", tax, route.JSON},
 		{"GET", "/public/documents", cat, route.NoBody},
 		{"GET", "/public/documents/:id/detail", cat, route.NoBody},
 		{"GET", "/public/documents/:id/download", cat, route.NoBody},
@@ -78,7 +81,7 @@ func TestMicroCached(t *testing.T) {
 	t.Parallel()
 	want := map[string]bool{
 		"/public/documents": true, "/public/documents/:id/detail": true,
-		"/public/tags-categories": true, "/public/medias/:id": true,
+		"/public/tags-categories": true, "/public/medias/:id": true, "/public/config": true,
 	}
 	seen := 0
 	for _, r := range route.Table() {

@@ -1,10 +1,11 @@
-// Command taxonomy serves tag categories and tags: the public listing, the
-// back-office writes, and the internal lookup the catalog checks references
-// with.
+// Command taxonomy serves tag categories and tags (the public listing, the
+// back-office writes, the internal lookup the catalog checks references
+// with) and the public settings (/public/config, /bo/config).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +20,8 @@ import (
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/process"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
+	"github.com/doclib/services/taxonomy/internal/setting"
+	settingstore "github.com/doclib/services/taxonomy/internal/setting/mongostore"
 	"github.com/doclib/services/taxonomy/internal/tag"
 	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
 )
@@ -41,6 +44,8 @@ type settings struct {
 	database    string
 	natsURL     string
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
+	// moderatorEmail is the public settings' address until an editor sets one.
+	moderatorEmail string
 }
 
 func load(env *config.Env) (settings, error) {
@@ -48,11 +53,17 @@ func load(env *config.Env) (settings, error) {
 		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
 			Addr: ":8081", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		}),
-		logLevel:    env.String("LOG_LEVEL", "info"),
-		mongoURI:    env.Required("MONGODB_URI"),
-		database:    env.String("MONGODB_DATABASE", "taxonomy"),
-		natsURL:     env.Required("NATS_URL"),
-		identityKey: proof.LoadKey(env),
+		logLevel:       env.String("LOG_LEVEL", "info"),
+		mongoURI:       env.Required("MONGODB_URI"),
+		database:       env.String("MONGODB_DATABASE", "taxonomy"),
+		natsURL:        env.Required("NATS_URL"),
+		identityKey:    proof.LoadKey(env),
+		moderatorEmail: env.Required("MODERATOR_EMAIL"),
+	}
+	if s.moderatorEmail != "" {
+		if why := setting.CheckEmail(s.moderatorEmail); why != "" {
+			env.Check("MODERATOR_EMAIL", errors.New(why))
+		}
 	}
 	return s, env.Err()
 }
@@ -99,6 +110,8 @@ func run(ctx context.Context) error {
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(tag.NewService(store), store, relay.Nudge).Register(engine)
+	settings := settingstore.New(p.Mongo.Database(cfg.database))
+	httpapi.NewSettings(setting.NewService(settings, cfg.moderatorEmail), settings).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
 	return err

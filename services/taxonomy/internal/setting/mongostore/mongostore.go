@@ -1,0 +1,68 @@
+// Package mongostore keeps the public settings in MongoDB: one document
+// ({_id: "public"}) in collection settings, whose rev field moves with
+// every write in the same update, so replicas' renderings can tell with
+// one small read whether it changed. bson shapes live only here.
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/doclib/services/taxonomy/internal/setting"
+)
+
+const id = "public"
+
+// Store implements setting.Store.
+type Store struct{ coll *mongo.Collection }
+
+var _ setting.Store = (*Store)(nil)
+
+// New returns a Store on db.
+func New(db *mongo.Database) *Store { return &Store{coll: db.Collection("settings")} }
+
+type doc struct {
+	ModeratorEmail string    `bson:"moderatorEmail"`
+	UpdatedAt      time.Time `bson:"updatedAt"`
+	UpdatedBy      string    `bson:"updatedBy"`
+	Rev            int64     `bson:"rev"`
+}
+
+// Get implements setting.Store.
+func (s *Store) Get(ctx context.Context) (setting.Settings, bool, error) {
+	var d doc
+	err := s.coll.FindOne(ctx, bson.M{"_id": id}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return setting.Settings{}, false, nil
+	}
+	if err != nil {
+		return setting.Settings{}, false, err
+	}
+	return setting.Settings{ModeratorEmail: d.ModeratorEmail, UpdatedAt: d.UpdatedAt.UTC(), UpdatedBy: d.UpdatedBy}, true, nil
+}
+
+// Put implements setting.Store: one upsert, atomic with its revision.
+func (s *Store) Put(ctx context.Context, v setting.Settings) error {
+	_, err := s.coll.UpdateOne(ctx, bson.M{"_id": id}, bson.M{
+		"$set": bson.M{"moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt, "updatedBy": v.UpdatedBy},
+		"$inc": bson.M{"rev": int64(1)},
+	}, options.UpdateOne().SetUpsert(true))
+	return err
+}
+
+// Revision returns a number that moves with every Put (0 before the first).
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	var d struct {
+		Rev int64 `bson:"rev"`
+	}
+	err := s.coll.FindOne(ctx, bson.M{"_id": id}, options.FindOne().SetProjection(bson.M{"rev": 1})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil
+	}
+	return d.Rev, err
+}

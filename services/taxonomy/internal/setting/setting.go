@@ -1,0 +1,106 @@
+// Package setting owns the library's public settings: today the moderator's
+// e-mail address the mobile app shows (seed §4.6 point 4; CONTRACT.md §7,
+// "public config"). Until an editor sets it, it is the deployment's default
+// (MODERATOR_EMAIL). Taxonomy keeps it because it is the library's other
+// reference data read at every start of the app, small and rarely written;
+// a service of its own would be one more deployment for one field.
+package setting
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/validation"
+)
+
+// Settings are the public settings and who last set them.
+type Settings struct {
+	ModeratorEmail string
+	// UpdatedAt and UpdatedBy say when and by whom an editor last set them;
+	// zero while the deployment's default applies.
+	UpdatedAt time.Time
+	UpdatedBy string
+}
+
+// Store keeps the settings: one record.
+type Store interface {
+	// Get returns the stored settings, or found false before the first Put.
+	Get(ctx context.Context) (s Settings, found bool, err error)
+	// Put replaces them.
+	Put(ctx context.Context, s Settings) error
+}
+
+// Service reads and sets the settings.
+type Service struct {
+	store Store
+	def   Settings
+	now   func() time.Time
+}
+
+// NewService returns a Service whose settings are defaultEmail until an
+// editor sets them.
+func NewService(store Store, defaultEmail string) *Service {
+	return &Service{store: store, def: Settings{ModeratorEmail: defaultEmail}, now: time.Now}
+}
+
+// Get returns the settings in force.
+func (s *Service) Get(ctx context.Context) (Settings, error) {
+	got, found, err := s.store.Get(ctx)
+	if err != nil || !found {
+		return s.def, err
+	}
+	return got, nil
+}
+
+// SetModeratorEmail sets the moderator's address, recording the caller
+// (identity.Name). An address that is not one is a validation.Errors and
+// changes nothing.
+func (s *Service) SetModeratorEmail(ctx context.Context, email string) (Settings, error) {
+	email = strings.TrimSpace(email)
+	var errs validation.Errors
+	if err := CheckEmail(email); err != "" {
+		errs.Add("moderatorEmail", "%s", err)
+	}
+	if err := errs.Err(); err != nil {
+		return Settings{}, err
+	}
+	set := Settings{ModeratorEmail: email, UpdatedAt: s.now().UTC().Truncate(time.Millisecond), UpdatedBy: identity.Name(ctx)}
+	if err := s.store.Put(ctx, set); err != nil {
+		return Settings{}, err
+	}
+	return set, nil
+}
+
+// MaxEmailLength is the longest address accepted (RFC 5321's path limit
+// less the angle brackets).
+const MaxEmailLength = 254
+
+// CheckEmail says why v is not an e-mail address a person can write to, or
+// "" when it is: a bare addr-spec (no display name, no angle brackets), a
+// local part of at most 64 characters, and a domain with a dot.
+func CheckEmail(v string) string {
+	switch {
+	case v == "":
+		return "is required"
+	case len(v) > MaxEmailLength:
+		return "is longer than 254 characters"
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return "is not an e-mail address (it holds a space or a control character)"
+	}
+	a, err := mail.ParseAddress(v)
+	if err != nil || a.Name != "" || a.Address != v {
+		return "is not an e-mail address (name@example.org)"
+	}
+	local, domain, _ := strings.Cut(a.Address, "@")
+	switch {
+	case len(local) > 64:
+		return "has a local part longer than 64 characters"
+	case !strings.Contains(strings.Trim(domain, "."), ".") || strings.HasPrefix(domain, "[") || strings.Contains(domain, ".."):
+		return "is not an e-mail address: the domain must be a name such as example.org"
+	}
+	return ""
+}
