@@ -44,6 +44,10 @@ func TestOpenAPIConformance(t *testing.T) {
 	for _, p := range []string{"/healthz", "/readyz", "/openapi.json", "/openapi.yaml", "/docs"} {
 		call("GET", p, nil, 200)
 	}
+	if r := st.ReqAt(st.AdminURL, "GET", "/metrics", nil); r.Status != 200 {
+		t.Errorf("GET /metrics on the admin listener: %d", r.Status)
+	}
+	call("GET", "/metrics", nil, 404) // not on the public listener
 	for _, p := range []string{"/openapi.json", "/openapi.yaml", "/docs"} {
 		call("GET", p, nil, 304, "If-None-Match", etagOf("GET", p))
 	}
@@ -78,7 +82,10 @@ func TestOpenAPIConformance(t *testing.T) {
 	// Media.
 	pdf := st.Upload("guide.pdf", pdfBytes)
 	png := st.Upload("schema.png", pngBytes)
-	spare := st.Upload("spare.png", pngBytes)
+	spare := st.Upload("spare.png", append(append([]byte{}, pngBytes...), 's'))
+	if again := st.PostFile("again.pdf", pdfBytes); again.Status != 200 { // the same bytes: the same media
+		t.Errorf("uploading the same bytes again: %d, want 200", again.Status)
+	}
 	call("POST", "/bo/medias", "not multipart", 415)
 	getAll("/bo/medias", 200)
 	getAll("/bo/medias", 401, noToken...)

@@ -304,6 +304,16 @@ func (p Problem) Fields() string {
 // application/json unless headers say otherwise.
 func (st *Stack) Req(method, path string, body any, headers ...string) Response {
 	st.t.Helper()
+	base := st.URL
+	if path == "/bo" || strings.HasPrefix(path, "/bo/") {
+		base = st.AdminURL
+	}
+	return st.ReqAt(base, method, path, body, headers...)
+}
+
+// ReqAt is Req to the listener at base (URL or AdminURL).
+func (st *Stack) ReqAt(base, method, path string, body any, headers ...string) Response {
+	st.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -317,10 +327,6 @@ func (st *Stack) Req(method, path string, body any, headers ...string) Response 
 		raw, err := json.Marshal(b)
 		testkit.Must(st.t, err, "encode body")
 		rd = bytes.NewReader(raw)
-	}
-	base := st.URL
-	if path == "/bo" || strings.HasPrefix(path, "/bo/") {
-		base = st.AdminURL
 	}
 	req, err := http.NewRequest(method, base+path, rd)
 	testkit.Must(st.t, err, "request")
