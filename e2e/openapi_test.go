@@ -42,12 +42,14 @@ func TestOpenAPIConformance(t *testing.T) {
 
 	// The gateway's own routes.
 	for _, p := range []string{"/healthz", "/readyz", "/openapi.json", "/openapi.yaml", "/docs"} {
-		call("GET", p, nil, 200)
+		getAll(p, 200)
 	}
-	if r := st.ReqAt(st.AdminURL, "GET", "/metrics", nil); r.Status != 200 {
-		t.Errorf("GET /metrics on the admin listener: %d", r.Status)
+	for _, m := range []string{"GET", "HEAD"} {
+		if r := st.ReqAt(st.AdminURL, m, "/metrics", nil); r.Status != 200 {
+			t.Errorf("%s /metrics on the admin listener: %d", m, r.Status)
+		}
 	}
-	call("GET", "/metrics", nil, 404) // not on the public listener
+	getAll("/metrics", 404) // not on the public listener
 	for _, p := range []string{"/openapi.json", "/openapi.yaml", "/docs"} {
 		call("GET", p, nil, 304, "If-None-Match", etagOf("GET", p))
 	}
@@ -117,6 +119,13 @@ func TestOpenAPIConformance(t *testing.T) {
 	getAll("/bo/documents/nope/detail", 404)
 	getAll("/bo/documents/"+md.ID+"/download", 200)
 	getAll("/bo/documents/"+link.ID+"/download", 404) // no_file
+	var page struct {
+		Cursor string `json:"cursor"`
+	}
+	call("GET", "/public/sync", nil, 200).JSON(t, &page)
+	call("HEAD", "/public/sync", nil, 200)
+	getAll("/public/sync?cursor="+page.Cursor, 200)
+	getAll("/public/sync?cursor=not-a-cursor", 400)
 	getAll("/public/documents", 200)
 	call("GET", "/public/documents", nil, 304, "If-None-Match", etagOf("GET", "/public/documents"))
 	getAll("/public/documents/"+file.ID+"/detail", 200)
@@ -151,11 +160,16 @@ func TestOpenAPIConformance(t *testing.T) {
 	call("GET", "/openapi.json", nil, 200) // the gateway's own routes still answer
 
 	st.Check.RequireCoverage(t, map[string]string{
-		"GET /healthz":      "no error to provoke: the process answers or does not",
-		"GET /readyz":       "503 only while draining at shutdown",
-		"GET /openapi.json": "no error to provoke: embedded at build time",
-		"GET /openapi.yaml": "no error to provoke: embedded at build time",
-		"GET /docs":         "503 only in a build without the vendored renderer",
+		"GET /healthz":       "no error to provoke: the process answers or does not",
+		"HEAD /healthz":      "no error to provoke: the process answers or does not",
+		"GET /readyz":        "503 only while draining at shutdown",
+		"HEAD /readyz":       "503 only while draining at shutdown",
+		"GET /openapi.json":  "no error to provoke: embedded at build time",
+		"HEAD /openapi.json": "no error to provoke: embedded at build time",
+		"GET /openapi.yaml":  "no error to provoke: embedded at build time",
+		"HEAD /openapi.yaml": "no error to provoke: embedded at build time",
+		"GET /docs":          "503 only in a build without the vendored renderer",
+		"HEAD /docs":         "503 only in a build without the vendored renderer",
 	})
 }
 
