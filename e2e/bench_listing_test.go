@@ -628,7 +628,7 @@ var listingRoutePaths = map[string]string{
 	"list": "`/public/documents`", "list_gzip": "`/public/documents`, gzip",
 	"list_304": "`/public/documents`, `If-None-Match` → 304", "detail": "`/public/documents/:id/detail`",
 	"categories": "`/public/tags-categories`",
-	"sync": "`/public/sync`, first page", "sync_empty": "`/public/sync?cursor=`, nothing new (issue 14)",
+	"sync":       "`/public/sync`, first page", "sync_empty": "`/public/sync?cursor=`, nothing new (issue 14)",
 }
 
 func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg listingSettings, n int, detailID string) *listingSizeResult {
