@@ -25,7 +25,7 @@ const StatusClientClosedRequest = 499
 // the access log shows 499 instead of a 5xx.
 func Abort(c *gin.Context, err error, toProblem func(error) *problem.Problem) {
 	_ = c.Error(err)
-	if c.Request.Context().Err() != nil {
+	if ClientGone(c.Request) {
 		c.AbortWithStatus(StatusClientClosedRequest)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -40,8 +41,18 @@ func (r *Revision) Get(ctx context.Context) (int64, error) {
 // already happened (a client told 500 would retry it): a lost bump only
 // delays other replicas by their caches' MaxAge, and is logged. Two first
 // upserts racing make one fail on the unique _id; it is retried.
+//
+// A client gone now must not stop the bump (the write is done), but the
+// request's deadline still bounds it, with at least bumpGrace left: a bump
+// after a write that failed because the database is down must not make the
+// answer wait another timeout.
 func (r *Revision) Bump(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx) // the write is done: a client gone now must not stop the bump
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(bumpTimeout)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), later(deadline, time.Now().Add(bumpGrace)))
+	defer cancel()
 	inc := func() error {
 		_, err := r.coll.UpdateOne(ctx, bson.M{"_id": r.id}, bson.M{"$inc": bson.M{"rev": int64(1)}},
 			options.UpdateOne().SetUpsert(true))
@@ -55,4 +66,18 @@ func (r *Revision) Bump(ctx context.Context) {
 		r.log.WarnContext(ctx, "revision not moved; other replicas see the change within their cache's max age",
 			"revision", r.id, "error", err)
 	}
+}
+
+// How long a bump may take: without a deadline of the caller's, and at
+// least, when the caller's is (nearly) spent.
+const (
+	bumpTimeout = 5 * time.Second
+	bumpGrace   = 200 * time.Millisecond
+)
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -36,6 +36,15 @@ type Cache[T any] struct {
 	cur     atomic.Pointer[snapshot[T]]
 	renew   sync.Mutex
 	invalid atomic.Bool
+	// failed is the last renewal that failed: callers that waited for it
+	// share its error instead of each trying again in turn (with the store
+	// down, the n-th waiting caller would wait n timeouts).
+	failed atomic.Pointer[failure]
+}
+
+type failure struct {
+	began time.Time
+	err   error
 }
 
 // snapshot is one loaded value; never changed once stored.
@@ -80,20 +89,51 @@ func (c *Cache[T]) Get(ctx context.Context, maxLag time.Duration) (T, error) {
 		if s != nil && maxLag > 0 && !c.invalid.Load() {
 			return s.val, nil // someone is renewing it
 		}
-		c.renew.Lock()
+		if err := lock(ctx, &c.renew); err != nil {
+			var zero T
+			return zero, err // the caller's deadline, or its client gone
+		}
 	}
 	defer c.renew.Unlock()
 	if s = c.cur.Load(); c.fresh(s, arrived, maxLag) {
 		return s.val, nil // renewed while this call waited
 	}
+	if f := c.failed.Load(); f != nil && !f.began.Before(arrived) {
+		var zero T
+		return zero, f.err // a renewal begun after this call arrived just failed
+	}
 	// Cleared before the revision is read: an Invalidate from now on is a
 	// write this check may not see, and leaves the next Get due again.
 	invalid := c.invalid.Swap(false)
+	began := time.Now()
 	val, err := c.renewLocked(ctx, s, invalid)
 	if err != nil && invalid {
 		c.invalid.Store(true)
 	}
+	if err != nil && ctx.Err() == nil { // the store's failure, not this caller's end
+		c.failed.Store(&failure{began: began, err: err})
+	}
 	return val, err
+}
+
+// lock takes mu, or gives up when ctx ends (the lock is then released as
+// soon as it is obtained).
+func lock(ctx context.Context, mu *sync.Mutex) error {
+	got := make(chan struct{})
+	go func() {
+		mu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		go func() {
+			<-got
+			mu.Unlock()
+		}()
+		return ctx.Err()
+	}
 }
 
 // renewLocked compares the revision with s's and loads a new value when it

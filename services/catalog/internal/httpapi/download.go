@@ -25,7 +25,14 @@ import (
 // HTML serve the content as a file; LINK has none.
 func (h *Handler) download(admin bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		// Finding the document shares one budget; the stream that follows
+		// takes none.
+		whole := c.Request
+		ctx, cancel := httpx.WithBudget(whole.Context())
+		c.Request = whole.WithContext(ctx)
 		_, found, err := h.find(c, sideOf(admin))
+		c.Request = whole
+		cancel()
 		if err != nil {
 			fail(c, err)
 			return

@@ -54,22 +54,25 @@ func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
 	return h
 }
 
-// Register adds the routes to r; every GET answers HEAD too.
+// Register adds the routes to r; every GET answers HEAD too. Every route
+// but the downloads (which stream a media's bytes) shares one time budget
+// per request (httpx.Budget).
 func (h *Handler) Register(r gin.IRouter) {
-	httpx.GET(r, "/public/documents", h.list(false))
-	httpx.GET(r, "/public/documents/:id/detail", h.detail(false))
+	b := r.Group("", httpx.Budget(httpx.RequestBudget))
+	httpx.GET(b, "/public/documents", h.list(false))
+	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
-	httpx.GET(r, "/public/sync", h.sync)
+	httpx.GET(b, "/public/sync", h.sync)
 
-	httpx.GET(r, "/bo/documents", h.list(true))
-	r.POST("/bo/documents", h.create)
-	r.PATCH("/bo/documents/:id", h.update)
-	r.DELETE("/bo/documents/:id", h.delete)
-	httpx.GET(r, "/bo/documents/:id/detail", h.detail(true))
+	httpx.GET(b, "/bo/documents", h.list(true))
+	b.POST("/bo/documents", h.create)
+	b.PATCH("/bo/documents/:id", h.update)
+	b.DELETE("/bo/documents/:id", h.delete)
+	httpx.GET(b, "/bo/documents/:id/detail", h.detail(true))
 	httpx.GET(r, "/bo/documents/:id/download", h.download(true))
-	r.POST("/bo/documents/:id/restore", h.restore)
+	b.POST("/bo/documents/:id/restore", h.restore)
 
-	httpx.GET(r, "/internal/media-usage/:id", h.mediaUsage)
+	httpx.GET(b, "/internal/media-usage/:id", h.mediaUsage)
 }
 
 // side is what differs between a public and a back-office read.

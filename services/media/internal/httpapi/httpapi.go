@@ -78,18 +78,22 @@ func New(svc *media.Service, rev Revisioner, log *slog.Logger, onDeleted func())
 	return h
 }
 
-// Register adds the routes to r; every GET answers HEAD too.
+// Register adds the routes to r; every GET answers HEAD too. Every route
+// but the upload and the downloads (which stream a file) shares one time
+// budget per request (httpx.Budget); those bound the calls around their
+// stream (media.Service).
 func (h *Handler) Register(r gin.IRouter) {
-	httpx.GET(r, "/public/medias/:id", h.publicMedia)
+	b := r.Group("", httpx.Budget(httpx.RequestBudget))
+	httpx.GET(b, "/public/medias/:id", h.publicMedia)
 	h.downloads(r, "/public/medias/:id/download", publicCache)
 
-	httpx.GET(r, "/bo/medias", h.list)
+	httpx.GET(b, "/bo/medias", h.list)
 	r.POST("/bo/medias", h.changed, h.upload)
-	httpx.GET(r, "/bo/medias/:id", h.adminMedia)
-	r.DELETE("/bo/medias/:id", h.changed, h.delete)
+	httpx.GET(b, "/bo/medias/:id", h.adminMedia)
+	b.DELETE("/bo/medias/:id", h.changed, h.delete)
 	h.downloads(r, "/bo/medias/:id/download", privateCache)
 
-	httpx.GET(r, "/internal/medias", h.lookupMedias)
+	httpx.GET(b, "/internal/medias", h.lookupMedias)
 	h.downloads(r, "/internal/medias/:id/download", publicCache)
 }
 

@@ -30,6 +30,16 @@ const StuckAfter = time.Minute
 // which must run even when the request's context is done.
 const cleanupTimeout = 10 * time.Second
 
+// DBBudget bounds the database calls around a stream (an upload, a
+// download), whose requests take no overall budget: a database that does
+// not answer makes them fail within this (README: 503 within ~5 s).
+const DBBudget = 5 * time.Second
+
+// undoTimeout bounds a database write that undoes or tidies up after a
+// failure (a deletion mark, an upload intent): it runs before the answer,
+// and when the database is what failed, the sweep does it later instead.
+const undoTimeout = 2 * time.Second
+
 // Config holds the upload rules.
 type Config struct {
 	MaxSize      int64
@@ -100,7 +110,9 @@ func (s *Service) Lookup(ctx context.Context, ids []string) ([]Media, error) {
 
 // Open returns the live media id and its bytes; the caller closes the Object.
 func (s *Service) Open(ctx context.Context, id string) (Media, Object, error) {
-	m, err := s.Get(ctx, id)
+	dbctx, cancel := context.WithTimeout(ctx, DBBudget)
+	m, err := s.Get(dbctx, id)
+	cancel()
 	if err != nil {
 		return Media{}, nil, err
 	}
@@ -156,7 +168,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 
 // release undoes a deletion mark; should that fail, Sweep clears it later.
 func (s *Service) release(ctx context.Context, id, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 	defer cancel()
 	if err := s.store.ClearDeleting(ctx, id, token); err != nil {
 		s.log.WarnContext(ctx, "could not clear a deletion mark; the sweep will", "media_id", id, "error", err)

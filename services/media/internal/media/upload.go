@@ -59,7 +59,10 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 	m := Media{ID: NewID(), Name: CleanName(filename), MimeType: mimeType, ObjectKey: newObjectKey(),
 		CreatedAt: now, UpdatedAt: now, CreatedBy: by, UpdatedBy: by}
 	key := m.ObjectKey
-	if err := s.store.Uploads().Begin(ctx, key, now); err != nil {
+	begin, cancel := context.WithTimeout(ctx, DBBudget)
+	err = s.store.Uploads().Begin(begin, key, now)
+	cancel()
+	if err != nil {
 		return Media{}, false, err
 	}
 	keep := false // this upload's object stays only once its record is stored
@@ -84,6 +87,9 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 		return Media{}, false, in.err
 	}
 	m.Size, m.SHA256 = in.n, hex.EncodeToString(in.h.Sum(nil))
+	// The stream is over: what is left is database calls, bounded as one.
+	ctx, cancel = context.WithTimeout(ctx, DBBudget)
+	defer cancel()
 	if in.header != nil {
 		var err error
 		if m.Width, m.Height, err = checkImage(in.header.result()); err != nil {
@@ -137,16 +143,20 @@ func checkImage(cfg image.Config, err error) (int, int, error) {
 // done. If the storage cannot be reached, the intent is marked failed and
 // the sweep removes the object when the storage is back.
 func (s *Service) discard(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx = context.WithoutCancel(ctx)
+	rctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	err := s.blobs.Remove(rctx, key)
+	cancel()
+	dbctx, cancel := context.WithTimeout(ctx, undoTimeout)
 	defer cancel()
-	if err := s.blobs.Remove(ctx, key); err != nil {
+	if err != nil {
 		s.log.WarnContext(ctx, "could not remove the object of a failed upload; the sweep will", "object_key", key, "error", err)
-		if err := s.store.Uploads().Fail(ctx, key); err != nil {
+		if err := s.store.Uploads().Fail(dbctx, key); err != nil {
 			s.log.WarnContext(ctx, "could not mark a failed upload for the sweep; it finds it once stale", "object_key", key, "error", err)
 		}
 		return
 	}
-	if err := s.store.Uploads().End(ctx, key); err != nil {
+	if err := s.store.Uploads().End(dbctx, key); err != nil {
 		s.log.WarnContext(ctx, "could not clear a failed upload's intent; the sweep will", "object_key", key, "error", err)
 	}
 }

@@ -60,6 +60,7 @@ func New(svc *tag.Service, rev Revisioner, onDeleted func()) *Handler {
 
 // Register adds the routes to r; every GET answers HEAD too.
 func (h *Handler) Register(r gin.IRouter) {
+	r = r.Group("", httpx.Budget(httpx.RequestBudget)) // one time budget per request
 	httpx.GET(r, "/public/tags-categories", h.publicCategories)
 
 	httpx.GET(r, "/bo/tags-categories", h.adminCategories)
