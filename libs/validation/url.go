@@ -55,6 +55,9 @@ func HTTPURL(raw string) (string, string) {
 	if u.Hostname() == "" {
 		return "", "must name a host"
 	}
+	if h := u.Hostname(); !utf8.ValidString(h) || strings.IndexFunc(h, func(r rune) bool { return urlRune(r) != "" }) >= 0 {
+		return "", "must have a valid host name" // a percent-escape decoded into something no host holds
+	}
 	host, msg := normalHost(u.Hostname())
 	if msg != "" {
 		return "", msg
