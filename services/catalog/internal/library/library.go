@@ -107,12 +107,12 @@ func (l *Library) Get(ctx context.Context, maxLag time.Duration) (*Snapshot, err
 
 // refresh reads every change after s's stable point. The stable point is
 // read first: every write up to it is visible to the reads that follow.
+// The horizon is read last: the sweep raises it before it removes a purged
+// document, so a document the changes no longer hold is under the horizon
+// read after them (read before, a replica that never held the document
+// would serve cursors that missed its removal).
 func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Snapshot, error) {
 	stable, err := l.src.Stable(ctx)
-	if err != nil {
-		return nil, err
-	}
-	horizon, err := l.src.Horizon(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +128,10 @@ func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Sna
 			break
 		}
 		seq, id = page[len(page)-1].Seq, page[len(page)-1].ID
+	}
+	horizon, err := l.src.Horizon(ctx)
+	if err != nil {
+		return nil, err
 	}
 	next := s.with(changes, max(s.Stable, stable), max(s.Counter, counter), max(s.Horizon, horizon), s.cats)
 	if horizon > s.Horizon {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,5 +368,60 @@ func BenchmarkMemoryAt10000Documents(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
 		runtime.KeepAlive(s)
+	}
+}
+
+// sweepDuringLoad is the store as a replica follows it, with the sweep of
+// purged documents running between the replica's read of the horizon and
+// its read of the changes (once).
+type sweepDuringLoad struct {
+	*mongostore.Store
+	t    *testing.T
+	once sync.Once
+}
+
+func (s *sweepDuringLoad) Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error) {
+	s.once.Do(func() {
+		n, err := s.Sweep(ctx)
+		if err != nil || n != 1 {
+			s.t.Errorf("Sweep = %d, %v; want the purged document removed", n, err)
+		}
+	})
+	return s.Store.Changes(ctx, afterSeq, afterID, limit)
+}
+
+// A replica that starts while the sweep removes a purged document for good
+// never sees its tombstone: a client whose cursor is from before the
+// document's deletion must then be told its cursor expired, never be given
+// a page without the removal (it would keep the document for good).
+func TestSweepDuringAReplicasLoadExpiresOlderCursors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w := newStore(t), newUpstreams(2)
+	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
+	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	first, err := New(store, w, slog.New(slog.DiscardHandler)).Sync(ctx, "", 0)
+	testkit.Must(t, err, "Sync")
+	if len(first.Documents) != 1 {
+		t.Fatalf("the first sync holds %d documents, want 1", len(first.Documents))
+	}
+	_, _, err = svc.Delete(ctx, d.ID)
+	testkit.Must(t, err, "Delete")
+	if n, err := svc.PurgeTrash(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("PurgeTrash = %d, %v", n, err)
+	}
+	_, err = store.Documents().UpdateMany(ctx, map[string]any{}, map[string]any{"$unset": map[string]any{"outbox": ""}, "$set": map[string]any{"outboxCount": 0}})
+	testkit.Must(t, err, "publish the events")
+
+	starting := New(&sweepDuringLoad{Store: store, t: t}, w, slog.New(slog.DiscardHandler))
+	p, err := starting.Sync(ctx, first.Next.String(), 0)
+	switch {
+	case errors.Is(err, ErrCursorExpired):
+	case err != nil:
+		t.Fatalf("Sync: %v", err)
+	case !slices.Contains(p.Removed, d.ID):
+		t.Errorf("a cursor from before the deletion got a page without it (removed %v, next %d): the client keeps a purged document for good",
+			p.Removed, p.Next.Seq)
 	}
 }
