@@ -50,7 +50,14 @@ type Library struct {
 	src      Source
 	tax      *taxonomy
 	log      *slog.Logger
-	pageSize int // of a sync page: PageSize, smaller in tests
+	pageSize int              // of a sync page: PageSize, smaller in tests
+	now      func() time.Time // time.Now; tests step it
+
+	// checks counts the looks at the counter begun, under mu: a call that
+	// finds a snapshot checked by a look numbered above the count it saw
+	// on arrival needs no look of its own. A count, not a time, so that a
+	// wall clock stepped back never passes for a look to come.
+	checks atomic.Uint64
 
 	cur atomic.Pointer[Snapshot]
 	mu  sync.Mutex // one refresh or change at a time
@@ -59,7 +66,7 @@ type Library struct {
 // New returns an empty Library that fills itself on its first Get. tags
 // gives the tag categories (sync and the related documents' order).
 func New(src Source, tags Taxonomy, log *slog.Logger) *Library {
-	l := &Library{src: src, tax: &taxonomy{src: tags}, log: log, pageSize: PageSize}
+	l := &Library{src: src, tax: &taxonomy{src: tags}, log: log, pageSize: PageSize, now: time.Now}
 	l.cur.Store(newSnapshot(nil, 0, 0, 0, nil))
 	return l
 }
@@ -72,9 +79,9 @@ func (l *Library) Current() *Snapshot { return l.cur.Load() }
 // the counter moved. While one call refreshes, calls that allow a lag get
 // the current snapshot without waiting.
 func (l *Library) Get(ctx context.Context, maxLag time.Duration) (*Snapshot, error) {
-	asked := time.Now()
+	asked, seen := l.now(), l.checks.Load()
 	s := l.cur.Load()
-	if s.loaded() && maxLag > 0 && asked.Sub(s.checkedAt()) < maxLag {
+	if c := s.checked.Load(); c != nil && maxLag > 0 && asked.Sub(c.at) < maxLag {
 		return s, nil
 	}
 	if !l.mu.TryLock() {
@@ -84,23 +91,23 @@ func (l *Library) Get(ctx context.Context, maxLag time.Duration) (*Snapshot, err
 		l.mu.Lock()
 	}
 	defer l.mu.Unlock()
-	if s = l.cur.Load(); s.loaded() && !s.checkedAt().Before(asked) {
+	if s = l.cur.Load(); s.loaded() && s.checked.Load().n > seen {
 		return s, nil // refreshed by a check begun after this call
 	}
-	begun := time.Now()
+	begun := &check{n: l.checks.Add(1), at: l.now()}
 	c, err := l.src.Counter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if s.loaded() && c <= s.Stable {
-		s.checked.Store(begun.UnixNano())
+		s.checked.Store(begun)
 		return s, nil // nothing was written since
 	}
 	next, err := l.refresh(ctx, s, c)
 	if err != nil {
 		return nil, err
 	}
-	next.checked.Store(begun.UnixNano())
+	next.checked.Store(begun)
 	l.cur.Store(next)
 	return next, nil
 }
@@ -213,8 +220,8 @@ type Snapshot struct {
 	byTag  map[string][]*document.Document
 	cats   *Categories
 
-	checked atomic.Int64 // unix nanos of the last look at the counter
-	memo    sync.Map     // key -> *memoEntry
+	checked atomic.Pointer[check] // the last look at the counter; nil: never
+	memo    sync.Map              // key -> *memoEntry
 }
 
 func newSnapshot(docs map[string]*document.Document, stable, counter, horizon int64, cats *Categories) *Snapshot {
@@ -273,15 +280,18 @@ func (s *Snapshot) with(changes []document.Document, stable, counter, horizon in
 			delete(docs, id)
 		}
 	}
-	n := newSnapshot(docs, stable, counter, horizon, cats)
-	n.checked.Store(time.Now().UnixNano())
-	return n
+	return newSnapshot(docs, stable, counter, horizon, cats)
+}
+
+// check is one look at the counter: its number (Library.checks) and when
+// it began, with the monotonic clock's reading.
+type check struct {
+	n  uint64
+	at time.Time
 }
 
 // loaded reports whether the snapshot was read from the store at least once.
-func (s *Snapshot) loaded() bool { return s.checked.Load() != 0 }
-
-func (s *Snapshot) checkedAt() time.Time { return time.Unix(0, s.checked.Load()) }
+func (s *Snapshot) loaded() bool { return s.checked.Load() != nil }
 
 // Doc returns the document id, deleted or not; purged ones are gone.
 func (s *Snapshot) Doc(id string) (*document.Document, bool) {

@@ -33,6 +33,17 @@ func newUpstreams(n int) *doctest.World {
 	return w
 }
 
+// newCatalog is a store on a fresh database, taxonomy with n tags and
+// media, and the domain service writing to them.
+func newCatalog(t *testing.T, n int) (*mongostore.Store, *doctest.World, *document.Service) {
+	t.Helper()
+	store, w := newStore(t), newUpstreams(n)
+	return store, w, document.NewService(store, w, slog.New(slog.DiscardHandler))
+}
+
+// replica is one catalog replica's library over src.
+func replica(src Source, w *doctest.World) *Library { return New(src, w, slog.New(slog.DiscardHandler)) }
+
 func newStore(t *testing.T) *mongostore.Store {
 	t.Helper()
 	s := mongostore.New(testkit.Mongo(t), slog.New(slog.DiscardHandler))
@@ -96,11 +107,10 @@ func (c *client) sync(t *testing.T, ctx context.Context, replicas []*Library, tu
 func TestSyncSkipsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, w := newStore(t), newUpstreams(12)
-	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
+	store, w, svc := newCatalog(t, 12)
 	var replicas []*Library
 	for range 3 {
-		l := New(store, w, slog.New(slog.DiscardHandler))
+		l := replica(store, w)
 		l.pageSize = 7
 		replicas = append(replicas, l)
 	}
@@ -199,9 +209,8 @@ func TestSyncSkipsNothing(t *testing.T) {
 func TestReplicasSeeEachOthersWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, w := newStore(t), newUpstreams(2)
-	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
-	a, b := New(store, w, slog.New(slog.DiscardHandler)), New(store, w, slog.New(slog.DiscardHandler))
+	store, w, svc := newCatalog(t, 2)
+	a, b := replica(store, w), replica(store, w)
 	_, err := b.Get(ctx, 0)
 	testkit.Must(t, err, "Get")
 	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org", TagsIDs: []string{"t0"}})
@@ -251,9 +260,8 @@ func TestCursors(t *testing.T) {
 func TestCursorFromTheFutureAndExpired(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, w := newStore(t), newUpstreams(2)
-	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
-	l := New(store, w, slog.New(slog.DiscardHandler))
+	store, w, svc := newCatalog(t, 2)
+	l := replica(store, w)
 	first, err := l.Sync(ctx, "", 0)
 	testkit.Must(t, err, "Sync")
 	if first.Categories == nil {
@@ -273,7 +281,7 @@ func TestCursorFromTheFutureAndExpired(t *testing.T) {
 	testkit.Must(t, err, "Delete")
 	// A replica that holds the deleted document and looks again only once
 	// it is gone for good.
-	idle := New(store, w, slog.New(slog.DiscardHandler))
+	idle := replica(store, w)
 	_, err = idle.Get(ctx, 0)
 	testkit.Must(t, err, "Get")
 	deleted, err := l.Sync(ctx, before.Next.String(), 0)
@@ -397,11 +405,10 @@ func (s *sweepDuringLoad) Changes(ctx context.Context, afterSeq int64, afterID s
 func TestSweepDuringAReplicasLoadExpiresOlderCursors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, w := newStore(t), newUpstreams(2)
-	svc := document.NewService(store, w, slog.New(slog.DiscardHandler))
+	store, w, svc := newCatalog(t, 2)
 	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
 	testkit.Must(t, err, "Create")
-	first, err := New(store, w, slog.New(slog.DiscardHandler)).Sync(ctx, "", 0)
+	first, err := replica(store, w).Sync(ctx, "", 0)
 	testkit.Must(t, err, "Sync")
 	if len(first.Documents) != 1 {
 		t.Fatalf("the first sync holds %d documents, want 1", len(first.Documents))
@@ -414,7 +421,7 @@ func TestSweepDuringAReplicasLoadExpiresOlderCursors(t *testing.T) {
 	_, err = store.Documents().UpdateMany(ctx, map[string]any{}, map[string]any{"$unset": map[string]any{"outbox": ""}, "$set": map[string]any{"outboxCount": 0}})
 	testkit.Must(t, err, "publish the events")
 
-	starting := New(&sweepDuringLoad{Store: store, t: t}, w, slog.New(slog.DiscardHandler))
+	starting := replica(&sweepDuringLoad{Store: store, t: t}, w)
 	p, err := starting.Sync(ctx, first.Next.String(), 0)
 	switch {
 	case errors.Is(err, ErrCursorExpired):
@@ -423,5 +430,27 @@ func TestSweepDuringAReplicasLoadExpiresOlderCursors(t *testing.T) {
 	case !slices.Contains(p.Removed, d.ID):
 		t.Errorf("a cursor from before the deletion got a page without it (removed %v, next %d): the client keeps a purged document for good",
 			p.Removed, p.Next.Seq)
+	}
+}
+
+// A replica whose wall clock is stepped back (NTP, a resumed VM) still
+// looks at the store for a read that allows no lag: a write through
+// another replica is read at once, as before the step.
+func TestAClockSteppedBackFreezesNoReplica(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc := newCatalog(t, 2)
+	l := replica(store, w)
+	_, err := l.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	// The wall clock an hour back: a reading without the monotonic one,
+	// as time.Now gives after a step.
+	l.now = func() time.Time { return time.Now().Round(0).Add(-time.Hour) }
+	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	s, err := l.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	if _, ok := s.Doc(d.ID); !ok {
+		t.Error("after the clock stepped back, a read allowing no lag did not see a write through another replica")
 	}
 }
