@@ -512,6 +512,9 @@ func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn fu
 		}
 		done, err := s.commit(ctx, h.Token, []change{{before: document.Document{ID: id}, after: d}})
 		if err != nil {
+			if len(done) == 0 {
+				s.abandon(ctx, id, h.Token)
+			}
 			return document.Document{}, err
 		}
 		if len(done) == 1 {
@@ -647,12 +650,17 @@ func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn 
 	for _, d := range done {
 		out[d.ID] = result{doc: d, changed: true}
 	}
+	var unwritten []string
 	for _, c := range changes {
 		if _, ok := out[c.after.ID]; !ok || !out[c.after.ID].changed {
-			busy = append(busy, c.after.ID) // the hold was taken over: again
+			unwritten = append(unwritten, c.after.ID)
 		}
 	}
-	return busy, err
+	if err != nil {
+		s.release(ctx, unwritten, h.Token)
+		return nil, err
+	}
+	return append(busy, unwritten...), nil // unwritten: the hold was taken over; again
 }
 
 func refsUnion(a, b document.Refs) document.Refs {
@@ -661,15 +669,22 @@ func refsUnion(a, b document.Refs) document.Refs {
 
 // commit takes the next number of the counter and writes the changes
 // under it, each only if its hold is still token's; it returns the
-// documents written. Documents whose hold was taken over are not.
+// documents written. Documents whose hold was taken over are not; on an
+// error, the caller releases (or abandons) the ones not written.
+//
+// The write is decided once the closure has run, so the commit runs to its
+// end even when the caller's context ends (its client left, its time
+// budget ran out): cut short between its steps, it would leave documents
+// held, and the stable point stuck, until ReleaseStale.
 func (s *Store) commit(ctx context.Context, token string, changes []change) ([]document.Document, error) {
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
 	ids := make([]string, len(changes))
 	for i, c := range changes {
 		ids[i] = c.after.ID
 	}
 	seq, err := s.next(ctx)
 	if err != nil {
-		s.release(ctx, ids, token)
 		return nil, err
 	}
 	models := make([]mongo.WriteModel, len(changes))
@@ -683,7 +698,6 @@ func (s *Store) commit(ctx context.Context, token string, changes []change) ([]d
 		}
 		update, err := s.updateOf(ctx, c.before, c.after)
 		if err != nil {
-			s.release(ctx, ids, token)
 			return nil, err
 		}
 		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update)
@@ -811,8 +825,8 @@ func byIDs(ids []string, filter bson.M) bson.M {
 	return filter
 }
 
-// cleanup is a context for undoing after a failure: it runs even when the
-// request's context is done.
+// cleanup is a context for a commit, or for undoing after a failure: it
+// runs even when the request's context is done.
 func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }

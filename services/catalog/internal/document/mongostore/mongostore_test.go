@@ -146,3 +146,39 @@ func TestDocumentsWithoutSeqJoinTheSequence(t *testing.T) {
 		t.Error("refsAt of an earlier version stayed after a write")
 	}
 }
+
+// A write whose caller goes away (its request's context ends: the client
+// left, the request's time budget ran out) once its closure has run is
+// committed whole: a commit cut short left a create's placeholder behind
+// for good, or documents held, and the stable point stuck, until
+// ReleaseStale.
+func TestACallerGoneAfterTheClosureLeavesNoHold(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	_, err := s.Create(context.Background(), "a", document.Refs{}, link)
+	testkit.Must(t, err, "Create a")
+	goneAfter := func(fn func(*document.Document) error) (context.Context, func(*document.Document) error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		return ctx, func(d *document.Document) error {
+			defer cancel()
+			return fn(d)
+		}
+	}
+	ctx, fn := goneAfter(link)
+	_, createErr := s.Create(ctx, "b", document.Refs{}, fn)
+	ctx, fn = goneAfter(func(d *document.Document) error { d.Title = "changed"; return nil })
+	_, updateErr := s.Update(ctx, "a", document.Refs{}, fn)
+
+	bg := context.Background()
+	n, err := s.Documents().CountDocuments(bg, bson.M{"$or": bson.A{bson.M{"seq": 0}, bson.M{"pending": bson.M{"$exists": true}}}})
+	testkit.Must(t, err, "count")
+	if n != 0 {
+		t.Errorf("%d documents held or being created once the writes returned (create: %v, update: %v)", n, createErr, updateErr)
+	}
+	if b, err := s.Get(bg, "b"); createErr != nil || err != nil || b.Title != "L" {
+		t.Errorf("the create answered %v; stored: %+v, %v", createErr, b, err)
+	}
+	if a, _ := s.Get(bg, "a"); updateErr != nil || a.Title != "changed" {
+		t.Errorf("the update answered %v; stored title %q", updateErr, a.Title)
+	}
+}
