@@ -90,6 +90,9 @@ func CheckEmail(v string) string {
 		return "is longer than 254 characters"
 	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return "is not an e-mail address (it holds a space or a control character)"
+	case validation.UnsafeText(v) != "" || strings.IndexFunc(v, validation.IsInvisible) >= 0:
+		// Shown by the app: nothing may reorder or hide part of it.
+		return "is not an e-mail address (it holds an invisible or bidirectional character)"
 	}
 	a, err := mail.ParseAddress(v)
 	if err != nil || a.Name != "" || a.Address != v {
