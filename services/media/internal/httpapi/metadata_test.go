@@ -256,3 +256,38 @@ func TestSweepRemovesWhatCrashedUploadsLeft(t *testing.T) {
 	}
 	a.must("GET", "/public/medias/"+kept.ID+"/download", 200)
 }
+
+// TestOlderImagesGetTheirSize: an image stored before sizes were read gets
+// its width and height from its object at the next sweep; one whose header
+// cannot be read is marked so and not read again.
+func TestOlderImagesGetTheirSize(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	ctx := context.Background()
+	img := a.mustUpload("old.png", sample(pngHead, 5000, 1))
+	broken := a.mustUpload("broken.png", sample(pngHead, 5000, 2))
+	pdf := a.mustUpload("old.pdf", sample(pdfHead, 5000, 3))
+	_, err := a.store.Collection().UpdateMany(ctx, bson.M{}, bson.M{"$unset": bson.M{"width": "", "height": ""}})
+	testkit.Must(t, err, "forget the sizes")
+	var rec struct {
+		ObjectKey string `bson:"objectKey"`
+	}
+	testkit.Must(t, a.store.Collection().FindOne(ctx, bson.M{"_id": broken.ID}).Decode(&rec), "record")
+	a.putObject(rec.ObjectKey) // its object is now a PDF's bytes: no PNG header to read
+
+	testkit.Must(t, a.svc.Sweep(ctx), "sweep")
+	var got adminMedia
+	a.must("GET", "/bo/medias/"+img.ID, 200).json(t, &got)
+	if got.Width != 3 || got.Height != 2 {
+		t.Errorf("older image after a sweep: %d×%d, want 3×2", got.Width, got.Height)
+	}
+	for _, id := range []string{broken.ID, pdf.ID} {
+		var m map[string]any
+		a.must("GET", "/bo/medias/"+id, 200).json(t, &m)
+		if m["width"] != nil || m["height"] != nil {
+			t.Errorf("%s: %v, want no size", id, m)
+		}
+	}
+	if n, _ := a.store.Collection().CountDocuments(ctx, bson.M{"_id": broken.ID, "sized": false}); n != 1 {
+		t.Error("the unreadable image is not marked, so every sweep would read it again")
+	}
+}

@@ -138,6 +138,13 @@ type Store interface {
 	// all published.
 	RemoveTombstone(ctx context.Context, id string) error
 
+	// Unsized returns up to limit live images of the given types whose size
+	// was never read (stored before it was), oldest first.
+	Unsized(ctx context.Context, types []string, limit int) ([]Media, error)
+	// SetSize records an image's width and height; 0 and 0 mark one whose
+	// header could not be read, so it is not tried again.
+	SetSize(ctx context.Context, id string, width, height int) error
+
 	// Uploads records the objects being written (upload intents), so that
 	// what a crash or a failed clean-up leaves in Blobs is found again.
 	Uploads() UploadStore

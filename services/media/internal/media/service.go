@@ -181,7 +181,7 @@ func (s *Service) release(ctx context.Context, id, token string) {
 // event has been published lose their object and then their record.
 // The outbox relay runs it after publishing.
 func (s *Service) Sweep(ctx context.Context) error {
-	uploadsErr := s.sweepUploads(ctx)
+	uploadsErr := errors.Join(s.sweepUploads(ctx), s.sizeOlderImages(ctx))
 	n, err := s.store.ReleaseStuck(ctx, s.now().Add(-StuckAfter))
 	if err != nil {
 		return err

@@ -197,6 +197,37 @@ func (s *Service) sweepUploads(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// sizeOlderImages reads the header of images stored before their size was
+// read, a few per sweep, from their object (DecodeConfig reads no further
+// than the header), and records their width and height.
+func (s *Service) sizeOlderImages(ctx context.Context) error {
+	ms, err := s.store.Unsized(ctx, decodable, sizePerSweep)
+	if err != nil {
+		return fmt.Errorf("images without a size: %w", err)
+	}
+	var errs []error
+	for _, m := range ms {
+		obj, err := s.blobs.Open(ctx, m.ObjectKey)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open %s to read its size: %w", m.ID, err))
+			continue
+		}
+		cfg, _, err := image.DecodeConfig(obj)
+		_ = obj.Close()
+		w, h, err := checkImage(cfg, err)
+		if err != nil {
+			s.log.WarnContext(ctx, "the header of a stored image cannot be read; it keeps no size", "media_id", m.ID, "error", err)
+		}
+		if err := s.store.SetSize(ctx, m.ID, w, h); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sizePerSweep bounds the images sized by one sweep.
+const sizePerSweep = 20
+
 // uploadMargin is added to MaxUploadTime before an upload counts as over.
 const uploadMargin = 5 * time.Minute
 

@@ -125,15 +125,18 @@ func (s *Store) giveDigests(ctx context.Context) error {
 }
 
 type mediaDoc struct {
-	ID         string     `bson:"_id"`
-	Name       string     `bson:"name"`
-	MimeType   string     `bson:"mimeType"`
-	Size       int64      `bson:"size"`
-	ObjectKey  string     `bson:"objectKey"`
-	SHA256     string     `bson:"sha256"`
-	Digest     string     `bson:"digest"`
-	Width      int        `bson:"width,omitempty"`
-	Height     int        `bson:"height,omitempty"`
+	ID        string `bson:"_id"`
+	Name      string `bson:"name"`
+	MimeType  string `bson:"mimeType"`
+	Size      int64  `bson:"size"`
+	ObjectKey string `bson:"objectKey"`
+	SHA256    string `bson:"sha256"`
+	Digest    string `bson:"digest"`
+	Width     int    `bson:"width,omitempty"`
+	Height    int    `bson:"height,omitempty"`
+	// Sized is set (false) on an image whose header could not be read when
+	// an older record was sized, so it is not tried again.
+	Sized      *bool      `bson:"sized,omitempty"`
 	CreatedAt  time.Time  `bson:"createdAt"`
 	UpdatedAt  time.Time  `bson:"updatedAt"`
 	CreatedBy  string     `bson:"createdBy,omitempty"`
@@ -316,4 +319,23 @@ func (s *Store) find(ctx context.Context, filter bson.M, opts *options.FindOptio
 		out[i] = d.domain()
 	}
 	return out, nil
+}
+
+// Unsized implements media.Store.
+func (s *Store) Unsized(ctx context.Context, types []string, limit int) ([]media.Media, error) {
+	oldest := options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}}).SetLimit(int64(limit))
+	return s.find(ctx, live(bson.M{"mimeType": bson.M{"$in": types}, "width": absent, "sized": absent}), oldest)
+}
+
+// SetSize implements media.Store.
+func (s *Store) SetSize(ctx context.Context, id string, width, height int) error {
+	set := bson.M{"width": width, "height": height}
+	if width <= 0 || height <= 0 {
+		set = bson.M{"sized": false}
+	}
+	res, err := s.coll.UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": set})
+	if err == nil && res.ModifiedCount > 0 {
+		s.rev.Bump(ctx)
+	}
+	return err
 }
