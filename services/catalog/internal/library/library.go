@@ -269,10 +269,13 @@ func (s *Snapshot) with(changes []document.Document, stable, counter, horizon in
 	for id, d := range s.docs {
 		docs[id] = d
 	}
-	for i := range changes {
-		d := &changes[i]
+	for _, d := range changes {
 		if old, ok := docs[d.ID]; !ok || old.Seq < d.Seq {
-			docs[d.ID] = d
+			// A copy of its own: a pointer into changes would keep every
+			// document read with it alive, old versions included, for as
+			// long as one of them is current.
+			held := d
+			docs[d.ID] = &held
 		}
 	}
 	for id, d := range docs {
