@@ -42,7 +42,9 @@ func newCatalog(t *testing.T, n int) (*mongostore.Store, *doctest.World, *docume
 }
 
 // replica is one catalog replica's library over src.
-func replica(src Source, w *doctest.World) *Library { return New(src, w, slog.New(slog.DiscardHandler)) }
+func replica(src Source, w *doctest.World) *Library {
+	return New(src, w, slog.New(slog.DiscardHandler))
+}
 
 func newStore(t *testing.T) *mongostore.Store {
 	t.Helper()
