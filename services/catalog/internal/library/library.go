@@ -164,14 +164,21 @@ func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Sna
 
 // without returns s without the documents of ids that are not in present.
 func (s *Snapshot) without(ids, present []string) *Snapshot {
+	var gone []string
+	for _, id := range ids {
+		if !slices.Contains(present, id) {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return s
+	}
 	docs := make(map[string]*document.Document, len(s.docs))
 	for id, d := range s.docs {
 		docs[id] = d
 	}
-	for _, id := range ids {
-		if !slices.Contains(present, id) {
-			delete(docs, id)
-		}
+	for _, id := range gone {
+		delete(docs, id)
 	}
 	return newSnapshot(docs, s.Stable, s.Counter, s.Horizon, s.cats)
 }
@@ -206,26 +213,32 @@ func (l *Library) setCategories(c *Categories) {
 
 // Snapshot is the catalog as this replica holds it at one moment. It never
 // changes once made (but for when its counter was last looked at), so any
-// number of readers share it; what is rendered from it is kept in it
-// (Memo).
+// number of readers share it; what is rendered from it is kept with its
+// contents (Memo), which the next snapshot shares when they did not change.
 type Snapshot struct {
 	// Stable: every change up to it is in; Counter: the highest seq seen;
 	// Horizon: cursors below it are expired.
 	Stable, Counter, Horizon int64
 
+	*contents
+	checked atomic.Pointer[check] // the last look at the counter; nil: never
+}
+
+// contents are the documents of a snapshot, their indexes and their
+// renderings: they depend on the documents and categories alone.
+type contents struct {
 	docs   map[string]*document.Document // every document, deleted and purged ones too
 	newest []*document.Document          // not purged, newest first (ties by id)
 	live   []*document.Document          // not deleted, newest first
 	bySeq  []*document.Document          // every document, in (seq, id) order
 	byTag  map[string][]*document.Document
 	cats   *Categories
-
-	checked atomic.Pointer[check] // the last look at the counter; nil: never
-	memo    sync.Map              // key -> *memoEntry
+	memo   sync.Map // key -> *memoEntry
 }
 
 func newSnapshot(docs map[string]*document.Document, stable, counter, horizon int64, cats *Categories) *Snapshot {
-	s := &Snapshot{Stable: stable, Counter: counter, Horizon: horizon, docs: docs, cats: cats, byTag: map[string][]*document.Document{}}
+	s := &Snapshot{Stable: stable, Counter: counter, Horizon: horizon,
+		contents: &contents{docs: docs, cats: cats, byTag: map[string][]*document.Document{}}}
 	if s.docs == nil {
 		s.docs = map[string]*document.Document{}
 	}
@@ -262,9 +275,13 @@ func newSnapshot(docs map[string]*document.Document, stable, counter, horizon in
 }
 
 // with returns a snapshot with the changes applied (a document already
-// held at a higher seq keeps it), and without the tombstones the horizon
-// has passed.
+// held at the same or a higher seq keeps it), and without the tombstones
+// the horizon has passed. When that changes none of the documents nor the
+// categories, it shares s's contents and what was rendered from them.
 func (s *Snapshot) with(changes []document.Document, stable, counter, horizon int64, cats *Categories) *Snapshot {
+	if cats == s.cats && !s.changedBy(changes, horizon) {
+		return &Snapshot{Stable: stable, Counter: counter, Horizon: horizon, contents: s.contents}
+	}
 	docs := make(map[string]*document.Document, len(s.docs)+len(changes))
 	for id, d := range s.docs {
 		docs[id] = d
@@ -284,6 +301,24 @@ func (s *Snapshot) with(changes []document.Document, stable, counter, horizon in
 		}
 	}
 	return newSnapshot(docs, stable, counter, horizon, cats)
+}
+
+// changedBy reports whether applying changes, and the horizon, to s would
+// change any document it holds.
+func (s *Snapshot) changedBy(changes []document.Document, horizon int64) bool {
+	for _, d := range changes {
+		if old, ok := s.docs[d.ID]; !ok || old.Seq < d.Seq {
+			return true
+		}
+	}
+	if horizon > s.Horizon {
+		for _, d := range s.docs {
+			if d.Purged() && d.DeletedSeq <= horizon {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // check is one look at the counter: its number (Library.checks) and when
