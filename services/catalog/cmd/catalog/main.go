@@ -37,7 +37,7 @@ const service = "catalog"
 // revalidated (sync revalidates them itself, at most every second, while
 // clients sync).
 const (
-	releaseEvery    = 15 * time.Second
+	releaseEvery    = 5 * time.Second // a dead writer's hold lasts holdTTL (30 s) and at most this longer
 	categoriesEvery = 10 * time.Second
 )
 

@@ -801,11 +801,13 @@ func (s *Store) release(ctx context.Context, ids []string, token string) {
 // cannot pass them. Idempotent, safe on several replicas.
 func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
 	stale := bson.M{"$lt": s.now().Add(-holdTTL)}
-	a, err := s.docs.DeleteMany(ctx, bson.M{"seq": int64(0), "pending.at": stale})
+	// held: the indexed field, so that the job, run every few seconds by
+	// every replica, reads the holds only, not the collection.
+	a, err := s.docs.DeleteMany(ctx, bson.M{"held": true, "seq": int64(0), "pending.at": stale})
 	if err != nil {
 		return 0, err
 	}
-	b, err := s.docs.UpdateMany(ctx, bson.M{"seq": bson.M{"$gt": 0}, "pending.at": stale},
+	b, err := s.docs.UpdateMany(ctx, bson.M{"held": true, "seq": bson.M{"$gt": 0}, "pending.at": stale},
 		bson.M{"$unset": bson.M{"pending": "", "held": ""}})
 	if err != nil {
 		return a.DeletedCount, err
