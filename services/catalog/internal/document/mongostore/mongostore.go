@@ -677,7 +677,7 @@ func refsUnion(a, b document.Refs) document.Refs {
 // budget ran out): cut short between its steps, it would leave documents
 // held, and the stable point stuck, until ReleaseStale.
 func (s *Store) commit(ctx context.Context, token string, changes []change) ([]document.Document, error) {
-	ctx, cancel := cleanup(ctx)
+	ctx, cancel := committing(ctx)
 	defer cancel()
 	ids := make([]string, len(changes))
 	for i, c := range changes {
@@ -827,10 +827,25 @@ func byIDs(ids []string, filter bson.M) bson.M {
 	return filter
 }
 
-// cleanup is a context for a commit, or for undoing after a failure: it
-// runs even when the request's context is done.
+// cleanupTimeout bounds the writes that finish or undo a write once its
+// caller's context may be done.
+const cleanupTimeout = 10 * time.Second
+
+// cleanup is a context for undoing after a failure: it runs even when the
+// request's context is done.
 func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// committing is a context for a commit: not ended by the caller's, and
+// bounded by cleanupTimeout or the caller's deadline if that is later (an
+// event handler's batch commit of many documents).
+func committing(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(cleanupTimeout)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
 
 func newToken() string {
