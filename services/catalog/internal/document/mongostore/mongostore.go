@@ -54,6 +54,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/mongox"
@@ -88,8 +89,15 @@ type Store struct {
 var _ document.Store = (*Store)(nil)
 
 // New returns a Store on db. Call EnsureIndexes once at start-up.
+//
+// Every read goes to the primary, whatever MONGODB_URI says
+// (readPreference=secondaryPreferred, say, to spread reads): a write reads
+// its own hold back, and the stable point is sound only over reads that
+// see every write acknowledged before them, which a lagging secondary
+// does not.
 func New(db *mongo.Database, log *slog.Logger) *Store {
-	return &Store{docs: db.Collection("documents"), meta: db.Collection("meta"), log: log,
+	primary := options.Collection().SetReadPreference(readpref.Primary())
+	return &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary), log: log,
 		now: func() time.Time { return time.Now().UTC() }}
 }
 
