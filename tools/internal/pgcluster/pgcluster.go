@@ -200,30 +200,71 @@ func (c *Cluster) prepare(ctx context.Context, base string) error {
 	return nil
 }
 
-// ginTrigger adds, beside every B-tree index FerretDB makes on a top-level
-// field ((_jsonb -> 'f')), a GIN jsonb_path_ops index on the same
-// expression. FerretDB's postgresql backend filters equality on a
-// top-level field as `_jsonb->'f' @> value`, which a B-tree index cannot
-// serve and a GIN one can (FerretDB issue #4646): without it every query
-// reads the whole table. Nested fields are not pushed down by FerretDB v1,
-// so they get nothing.
+// ginTrigger adds, beside every B-tree index FerretDB makes on a field
+// ((_jsonb -> 'f'), or ((_jsonb -> 'a') -> 'b') for a.b), a GIN
+// jsonb_path_ops index on the expression FerretDB's postgresql backend
+// filters that field's equality with: `_jsonb->'f' @> value` for a
+// top-level field, `_jsonb#>'{a,b}' @> value` for a dotted one (update,
+// delete, findAndModify, count and distinct send those; find and aggregate
+// only top-level ones). A B-tree index cannot serve @>, a GIN one can
+// (FerretDB issue #4646): without it every such query reads the whole
+// table. The last statement gives the indexes made before this trigger
+// existed (or before it knew dotted fields) theirs, at each start.
+//
+// A top-level field's GIN index keeps the name it had when only those got
+// one, so that pass makes no second one beside it.
 const ginTrigger = `
+CREATE OR REPLACE FUNCTION doclib_gin_for_index(idx oid) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  tbl text;
+  iname text;
+  ncols int;
+  k int;
+  expr text;
+  e text;
+  p text;
+  path text[];
+  key text;
+BEGIN
+  SELECT i.indrelid::regclass::text, n.nspname || '.' || c.relname, i.indnkeyatts
+    INTO tbl, iname, ncols
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_am a ON a.oid = c.relam
+    WHERE i.indexrelid = idx AND a.amname = 'btree';
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  FOR k IN 1..ncols LOOP
+    -- one key column, e.g. (((_jsonb -> 'a'::text) -> 'b'::text))
+    expr := pg_get_indexdef(idx, k, false);
+    path := ARRAY(SELECT replace(m[1], '''''', '''')
+      FROM regexp_matches(expr, '''((?:[^'']|'''')*)''::text', 'g') AS m);
+    CONTINUE WHEN cardinality(path) = 0;
+    e := '_jsonb';
+    FOREACH p IN ARRAY path LOOP
+      e := '(' || e || ' -> ' || quote_literal(p) || '::text)';
+    END LOOP;
+    CONTINUE WHEN '(' || e || ')' <> expr; -- not a FerretDB field index
+    IF cardinality(path) = 1 THEN
+      e := format('(_jsonb -> %L)', path[1]);
+      key := path[1];
+    ELSE
+      e := format('(_jsonb #> %L::text[])', path::text);
+      key := path::text;
+    END IF;
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s USING gin (%s jsonb_path_ops)',
+      left(iname, 40) || '_' || left(md5(tbl || '.' || key), 12) || '_gin', tbl, e);
+  END LOOP;
+END
+$fn$;
 CREATE OR REPLACE FUNCTION doclib_gin_beside_btree() RETURNS event_trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
   r record;
-  def text;
-  tbl text;
-  m text[];
 BEGIN
   FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() WHERE command_tag = 'CREATE INDEX' LOOP
-    def := pg_get_indexdef(r.objid);
-    CONTINUE WHEN def NOT LIKE '% USING btree %';
-    SELECT indrelid::regclass::text INTO tbl FROM pg_index WHERE indexrelid = r.objid;
-    FOR m IN SELECT regexp_matches(def, '\(\(_jsonb -> ''([^'']+)''::text\)\)', 'g') LOOP
-      EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s USING gin ((_jsonb -> %L) jsonb_path_ops)',
-        left(r.object_identity, 40) || '_' || left(md5(tbl || '.' || m[1]), 12) || '_gin', tbl, m[1]);
-    END LOOP;
+    PERFORM doclib_gin_for_index(r.objid);
   END LOOP;
 END
 $fn$;
@@ -235,6 +276,9 @@ BEGIN
   END IF;
 END
 $do$;
+SELECT doclib_gin_for_index(i.indexrelid) FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%';
 `
 
 // Stop shuts the server down fast and waits up to 10 s, then kills it.
