@@ -99,8 +99,8 @@ type Stack struct {
 	natsAt   string
 	natsDir  string
 	logs     *testkit.Buffer
-	// Check, when set, validates every answer Req gets against the OpenAPI
-	// document.
+	// Check validates every answer Req gets against the OpenAPI document
+	// (set by NewStack; nil turns it off).
 	Check *Contract
 }
 
@@ -151,6 +151,7 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 	for s, e := range extra { // last, so they win
 		st.env[s] = append(st.env[s], e...)
 	}
+	st.Check = NewContract(t) // every answer a test gets is checked against the OpenAPI document
 	st.URL = url("gateway")
 	st.AdminURL = url(gatewayAdmin)
 	t.Cleanup(func() {
