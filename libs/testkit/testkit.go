@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,19 @@ func (m *MinIOServer) Start() {
 	p, err := devserver.MinIO(context.Background(), m.bin, m.Creds.Endpoint, m.console, m.dir, m.Creds, serverOutput())
 	Must(m.t, err, "testkit: start MinIO")
 	m.proc = p
+}
+
+// MultipartParts counts the parts of unfinished multipart uploads in the
+// server's data directory (MinIO does not always list such uploads).
+func (m *MinIOServer) MultipartParts() int {
+	n := 0
+	_ = filepath.WalkDir(filepath.Join(m.dir, ".minio.sys", "multipart"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "part.") {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 // Stop stops the server; a second Stop does nothing.
