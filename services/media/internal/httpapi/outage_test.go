@@ -8,64 +8,15 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/doclib/libs/devserver"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/mongostore"
 )
-
-// ownMinIO starts a MinIO for this test alone, so it can be stopped.
-type ownMinIO struct {
-	t       *testing.T
-	bin     string
-	console string
-	dir     string
-	cred    devserver.MinIOCredentials
-	proc    *devserver.Process
-}
-
-func startOwnMinIO(t *testing.T) *ownMinIO {
-	t.Helper()
-	bin, err := devserver.BinDir()
-	testkit.Must(t, err, "bin dir")
-	addr, err := devserver.FreeAddr()
-	testkit.Must(t, err, "free addr")
-	console, err := devserver.FreeAddr()
-	testkit.Must(t, err, "free addr")
-	o := &ownMinIO{t: t, bin: bin, console: console, dir: t.TempDir(),
-		cred: devserver.MinIOCredentials{Endpoint: addr, AccessKey: "outage", SecretKey: "outage-secret"}}
-	o.start()
-	t.Cleanup(func() { o.proc.Stop() })
-	return o
-}
-
-// multipartParts counts the parts of unfinished multipart uploads in
-// MinIO's data directory.
-func (o *ownMinIO) multipartParts() int {
-	n := 0
-	_ = filepath.WalkDir(filepath.Join(o.dir, ".minio.sys", "multipart"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "part.") {
-			n++
-		}
-		return nil
-	})
-	return n
-}
-
-func (o *ownMinIO) start() {
-	o.t.Helper()
-	p, err := devserver.MinIO(context.Background(), o.bin, o.cred.Endpoint, o.console, o.dir, o.cred, nil)
-	testkit.Must(o.t, err, "start MinIO")
-	o.proc = p
-}
 
 // TestMinIOStopped stops the storage during an upload, then checks that
 // every route that needs it answers 503 in bounded time while the others
@@ -73,8 +24,8 @@ func (o *ownMinIO) start() {
 // silently short file.
 func TestMinIOStopped(t *testing.T) {
 	t.Parallel()
-	s3 := startOwnMinIO(t)
-	a := newAPIOn(t, media.Config{}, s3.cred)
+	s3 := testkit.OwnMinIO(t) // its own, so it can be stopped
+	a := newAPIOn(t, media.Config{}, s3.Creds)
 	small := sample(pdfHead, 100_000, 1)
 	before := a.mustUpload("before.pdf", small)
 	big := sample(pdfHead, 40<<20, 2)
@@ -96,7 +47,7 @@ func TestMinIOStopped(t *testing.T) {
 	}()
 	go func() {
 		<-halfway
-		s3.proc.Stop()
+		s3.Stop()
 		close(stopped)
 	}()
 	upload := httptest.NewRequest("POST", "/bo/medias", pr)
@@ -131,7 +82,7 @@ func TestMinIOStopped(t *testing.T) {
 	}
 
 	// 3. The storage is back, then stops during a download.
-	s3.start()
+	s3.Start()
 	testkit.Must(t, a.blobs.Ready(context.Background()), "ready again")
 	keys, err := a.blobs.Keys(context.Background())
 	testkit.Must(t, err, "keys")
@@ -146,11 +97,11 @@ func TestMinIOStopped(t *testing.T) {
 	// the sweep removes them, now that the storage is back (issue 16 item
 	// 3). MinIO does not list such uploads bucket-wide, so its files are
 	// counted.
-	if n := s3.multipartParts(); n == 0 {
+	if n := s3.MultipartParts(); n == 0 {
 		t.Logf("the cut upload left no part in MinIO's multipart area: the sweep has nothing to show")
 	}
 	testkit.Must(t, a.svc.Sweep(context.Background()), "sweep once the storage is back")
-	if n := s3.multipartParts(); n != 0 {
+	if n := s3.MultipartParts(); n != 0 {
 		t.Errorf("after the sweep: %d part(s) of unfinished multipart uploads in MinIO, want none", n)
 	}
 	if n, _ := a.store.Collection().Database().Collection(mongostore.UploadsCollection).CountDocuments(context.Background(), bson.M{}); n != 0 {
@@ -164,7 +115,7 @@ func TestMinIOStopped(t *testing.T) {
 	h := sha256.New()
 	_, err = io.CopyN(h, resp.Body, 1<<20)
 	testkit.Must(t, err, "first MiB")
-	go s3.proc.Stop()
+	go s3.Stop()
 	var read int64
 	within(t, 30*time.Second, "download with the storage stopping", func() {
 		var n int64
