@@ -16,6 +16,7 @@ package library
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -118,17 +119,48 @@ func (l *Library) Get(ctx context.Context, maxLag time.Duration) (*Snapshot, err
 // document, so a document the changes no longer hold is under the horizon
 // read after them (read before, a replica that never held the document
 // would serve cursors that missed its removal).
+//
+// A snapshot holds no live document whose deletion is at or below its
+// horizon (sync.go rests on it). A document deleted at or below the
+// stable point it was read from is held deleted, not live. So only a
+// document deleted above it, then purged and removed for good before the
+// horizon was read, can be held live wrongly: from s, whose replica did
+// not look at the store for longer than the trash retention, or from the
+// changes, read before its deletion with a retention shorter than a
+// refresh. The horizon then is above that stable point, and every document
+// is read again.
 func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Snapshot, error) {
-	stable, err := l.src.Stable(ctx)
-	if err != nil {
-		return nil, err
+	base := s
+	for reads := 1; ; reads++ {
+		stable, changes, horizon, err := l.read(ctx, base.Stable)
+		if err != nil {
+			return nil, err
+		}
+		from := base.Stable
+		if len(base.docs) == 0 {
+			from = stable // nothing held: only the changes can hold such a document
+		}
+		if horizon <= from {
+			return l.apply(ctx, base, changes, max(base.Stable, stable), max(s.Counter, counter), max(base.Horizon, horizon))
+		}
+		if reads == 3 {
+			return nil, fmt.Errorf("documents were purged while they were read, %d times in a row", reads)
+		}
+		base = newSnapshot(nil, 0, 0, 0, s.cats)
 	}
-	var changes []document.Document
-	seq, id := s.Stable, ""
+}
+
+// read returns a stable point, every document changed after the stable
+// point after, and then the horizon.
+func (l *Library) read(ctx context.Context, after int64) (stable int64, changes []document.Document, horizon int64, err error) {
+	if stable, err = l.src.Stable(ctx); err != nil {
+		return 0, nil, 0, err
+	}
+	seq, id := after, ""
 	for {
 		page, err := l.src.Changes(ctx, seq, id, pageSize)
 		if err != nil {
-			return nil, err
+			return 0, nil, 0, err
 		}
 		changes = append(changes, page...)
 		if len(page) < pageSize {
@@ -136,11 +168,14 @@ func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Sna
 		}
 		seq, id = page[len(page)-1].Seq, page[len(page)-1].ID
 	}
-	horizon, err := l.src.Horizon(ctx)
-	if err != nil {
-		return nil, err
-	}
-	next := s.with(changes, max(s.Stable, stable), max(s.Counter, counter), max(s.Horizon, horizon), s.cats)
+	horizon, err = l.src.Horizon(ctx)
+	return stable, changes, horizon, err
+}
+
+// apply returns s with the changes read, and without the documents the
+// horizon passed that are gone for good.
+func (l *Library) apply(ctx context.Context, s *Snapshot, changes []document.Document, stable, counter, horizon int64) (*Snapshot, error) {
+	next := s.with(changes, stable, counter, horizon, s.cats)
 	if horizon > s.Horizon {
 		// Documents purged and removed for good between two refreshes were
 		// never seen as tombstones here: those the horizon passed that are

@@ -14,6 +14,17 @@ package library
 // Each document is held once, as it is now, so a document changed again
 // is sent at its new place only: sent once more, never skipped.
 //
+// Removals are kept as long as the documents are, in the trash; once one
+// is purged and swept, the horizon rises past its deletion. A cursor is
+// expired (410) when the horizon rose past both its position and the
+// horizon of every page its client applied (the lowest, carried by the
+// cursor): only then may the client hold a document whose removal it can
+// no longer be told. A snapshot holds no live document whose deletion is
+// under its horizon (refresh), so pages read from snapshots at or above a
+// horizon never gave the client such a document, whatever their position:
+// a first sync of many pages, whose cursors are positions among old
+// documents, goes on after a purge.
+//
 // The cursor also carries the fingerprint of the tag categories its client
 // holds: a page carries them only when they differ.
 
@@ -47,20 +58,28 @@ type Cursor struct {
 	// ID "" means every document up to Seq.
 	Seq int64
 	ID  string
+	// Horizon is the lowest horizon of the snapshots that answered the
+	// pages its client applied since its first sync: the client holds no
+	// document deleted at or below it and purged.
+	Horizon int64
 	// Categories is the fingerprint of the tag categories sent (0: none).
 	Categories uint64
 }
 
 const (
-	cursorVersion = 1
-	maxCursorLen  = 256 // encoded; a real one is under 110
+	// cursorVersion 2 added the horizon; a cursor of version 1 is refused
+	// (400), and its client starts again without one.
+	cursorVersion = 2
+	maxCursorLen  = 256 // encoded; a real one is under 125
+	maxPosition   = 1 << 62
 )
 
-// String encodes c: base64url of a version byte, the seq, the id and the
-// categories' fingerprint. Clients never parse it.
+// String encodes c: base64url of a version byte, the seq, the horizon, the
+// id and the categories' fingerprint. Clients never parse it.
 func (c Cursor) String() string {
 	b := []byte{cursorVersion}
 	b = binary.AppendUvarint(b, uint64(c.Seq))
+	b = binary.AppendUvarint(b, uint64(c.Horizon))
 	b = binary.AppendUvarint(b, uint64(len(c.ID)))
 	b = append(b, c.ID...)
 	b = binary.BigEndian.AppendUint64(b, c.Categories)
@@ -83,8 +102,13 @@ func ParseCursor(s string) (Cursor, error) {
 	}
 	b = b[1:]
 	seq, n := binary.Uvarint(b)
-	if n <= 0 || seq > 1<<62 {
+	if n <= 0 || seq > maxPosition {
 		return bad("bad position")
+	}
+	b = b[n:]
+	horizon, n := binary.Uvarint(b)
+	if n <= 0 || horizon > maxPosition {
+		return bad("bad horizon")
 	}
 	b = b[n:]
 	idLen, n := binary.Uvarint(b)
@@ -92,7 +116,7 @@ func ParseCursor(s string) (Cursor, error) {
 		return bad("bad position")
 	}
 	id := string(b[n : n+int(idLen)])
-	return Cursor{Seq: int64(seq), ID: id, Categories: binary.BigEndian.Uint64(b[n+int(idLen):])}, nil
+	return Cursor{Seq: int64(seq), Horizon: int64(horizon), ID: id, Categories: binary.BigEndian.Uint64(b[n+int(idLen):])}, nil
 }
 
 // after reports whether d comes after the position c.
@@ -178,7 +202,7 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 			return Page{}, fmt.Errorf("%w: it is ahead of every change", ErrBadCursor)
 		}
 	}
-	if from != nil && from.Seq < s.Horizon {
+	if from != nil && s.Horizon > max(from.Seq, from.Horizon) {
 		return Page{}, ErrCursorExpired
 	}
 	cats, err := l.Categories(ctx, time.Second)
@@ -194,6 +218,10 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 		cats, _ = l.Categories(ctx, 100*time.Millisecond)
 	}
 	p := s.page(from, l.pageSize)
+	p.Next.Horizon = s.Horizon
+	if from != nil {
+		p.Next.Horizon = min(from.Horizon, s.Horizon)
+	}
 	switch {
 	case cats != nil && (from == nil || from.Categories != cats.Fingerprint):
 		p.Categories, p.Next.Categories = cats.Body, cats.Fingerprint

@@ -1,0 +1,105 @@
+package library
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/document/doctest"
+	"github.com/doclib/services/catalog/internal/document/mongostore"
+)
+
+// oneDocument is a catalog holding one live document.
+func oneDocument(t *testing.T) (*mongostore.Store, *doctest.World, *document.Service, document.Document) {
+	t.Helper()
+	store, w, svc := newCatalog(t, 2)
+	d, err := svc.Create(context.Background(), document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	return store, w, svc, d
+}
+
+// purgeForGood deletes, purges and sweeps the document id, as the trash
+// retention and the relay do: the horizon rises past its deletion.
+func purgeForGood(t *testing.T, store *mongostore.Store, svc *document.Service, id string) {
+	t.Helper()
+	purge(t, store, svc, id)
+	if n, err := store.Sweep(context.Background()); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v", n, err)
+	}
+}
+
+// purge deletes and purges the document id, and publishes the events (as
+// the relay does): the sweep may then remove it.
+func purge(t *testing.T, store *mongostore.Store, svc *document.Service, id string) {
+	t.Helper()
+	ctx := context.Background()
+	_, _, err := svc.Delete(ctx, id)
+	testkit.Must(t, err, "Delete")
+	if n, err := svc.PurgeTrash(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("PurgeTrash = %d, %v", n, err)
+	}
+	_, err = store.Documents().UpdateMany(ctx, map[string]any{}, map[string]any{"$unset": map[string]any{"outbox": ""}, "$set": map[string]any{"outboxCount": 0}})
+	testkit.Must(t, err, "publish the events")
+}
+
+// A first sync of more than a page completes once a document deleted
+// after the oldest documents were written has been purged for good: its
+// cursors are positions among documents written before that deletion, and
+// taking them as older than the removals kept made every new client start
+// again for ever (410 on its second page).
+func TestAFirstSyncOfManyPagesCompletesAfterAPurge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc := newCatalog(t, 2)
+	in := document.Input{Type: "LINK", Title: "T", URL: "https://x.org"}
+	for range 3 {
+		_, err := svc.Create(ctx, in)
+		testkit.Must(t, err, "Create")
+	}
+	gone, err := svc.Create(ctx, in)
+	testkit.Must(t, err, "Create")
+	purgeForGood(t, store, svc, gone.ID)
+
+	l := replica(store, w)
+	l.pageSize = 1
+	cursor, held := "", 0
+	for pages := 0; ; pages++ {
+		if pages == 10 {
+			t.Fatalf("no end to the first sync of 3 documents in pages of 1 (the last answer: %v)", err)
+		}
+		var p Page
+		if p, err = l.Sync(ctx, cursor, 0); errors.Is(err, ErrCursorExpired) {
+			cursor, held = "", 0
+			continue
+		}
+		testkit.Must(t, err, "Sync")
+		held += len(p.Documents)
+		if cursor = p.Next.String(); !p.HasMore {
+			break
+		}
+	}
+	if held != 3 {
+		t.Errorf("the first sync ended with %d documents, want 3", held)
+	}
+}
+
+// A replica that did not look at the store while a document it holds was
+// deleted, purged and swept (no read for longer than the retention) does
+// not keep it for good when it looks again.
+func TestAnIdleReplicaDropsADocumentPurgedMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc, d := oneDocument(t)
+	idle := replica(store, w)
+	_, err := idle.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	purgeForGood(t, store, svc, d.ID)
+	s, err := idle.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	if _, ok := s.Doc(d.ID); ok || len(s.Listing(false)) != 0 {
+		t.Errorf("the replica still serves the document purged while it was idle (listing: %d)", len(s.Listing(false)))
+	}
+}
