@@ -121,8 +121,11 @@ func TestSyncSkipsNothing(t *testing.T) {
 	ctx := context.Background()
 	store, w, svc := newCatalog(t, 12)
 	var replicas []*Library
+	// Each writer and replica is a process of its own: a store of its own
+	// over the one database (each with the counter values it has seen).
+	process := func() *mongostore.Store { return mongostore.New(store.Documents().Database(), slog.New(slog.DiscardHandler)) }
 	newReplica := func() *Library {
-		l := replica(store, w)
+		l := replica(process(), w)
 		l.pageSize = 7
 		return l
 	}
@@ -142,6 +145,7 @@ func TestSyncSkipsNothing(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for writer := range 3 {
+		svc := document.NewService(process(), w, slog.New(slog.DiscardHandler))
 		wg.Go(func() {
 			for i := range 40 {
 				tags := []string{fmt.Sprintf("t%d", rand.IntN(12)), fmt.Sprintf("t%d", rand.IntN(12))}
