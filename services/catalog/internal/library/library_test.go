@@ -123,7 +123,9 @@ func TestSyncSkipsNothing(t *testing.T) {
 	var replicas []*Library
 	// Each writer and replica is a process of its own: a store of its own
 	// over the one database (each with the counter values it has seen).
-	process := func() *mongostore.Store { return mongostore.New(store.Documents().Database(), slog.New(slog.DiscardHandler)) }
+	process := func() *mongostore.Store {
+		return mongostore.New(store.Documents().Database(), slog.New(slog.DiscardHandler))
+	}
 	newReplica := func() *Library {
 		l := replica(process(), w)
 		l.pageSize = 7
