@@ -254,7 +254,14 @@ func (h *Handler) sync(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	r, err := rendering.JSON(toSyncPage(p))
+	var r *rendering.Rendering
+	if p.Shared != "" {
+		// A first sync is the same for every client: rendered (and
+		// compressed) once, like the listing.
+		r, err = memo(p.From, p.Shared, func() (any, error) { return toSyncPage(p), nil })
+	} else {
+		r, err = rendering.JSON(toSyncPage(p))
+	}
 	if err != nil {
 		fail(c, err)
 		return

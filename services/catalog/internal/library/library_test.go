@@ -551,3 +551,31 @@ func TestARefreshFindingNothingNewKeepsTheRenderings(t *testing.T) {
 		t.Errorf("a change was not rendered again (%d renderings)", renders)
 	}
 }
+
+// A first sync is a page every client of a snapshot shares: its name
+// (Page.Shared) is the same for all of them, and changes with the
+// library; a sync with a cursor is its client's own.
+func TestTheFirstSyncIsShared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc := newCatalog(t, 2)
+	l := replica(store, w)
+	testkit.Must(t, l.RefreshCategories(ctx), "RefreshCategories") // as the background job does
+	a, err := l.Sync(ctx, "", 0)
+	testkit.Must(t, err, "Sync")
+	b, err := l.Sync(ctx, "", 0)
+	testkit.Must(t, err, "Sync")
+	if a.Shared == "" || a.Shared != b.Shared || a.From.contents != b.From.contents {
+		t.Errorf("two first syncs of one snapshot: %q and %q", a.Shared, b.Shared)
+	}
+	if next, _ := l.Sync(ctx, a.Next.String(), 0); next.Shared != "" {
+		t.Errorf("a sync with a cursor is shared as %q", next.Shared)
+	}
+	_, err = svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	c, err := l.Sync(ctx, "", 0)
+	testkit.Must(t, err, "Sync")
+	if c.Shared == a.Shared || len(c.Documents) != 1 {
+		t.Errorf("after a write, the first sync is %q with %d documents, as before it", c.Shared, len(c.Documents))
+	}
+}

@@ -133,6 +133,13 @@ type Page struct {
 	// Categories is the TagCategory[] JSON when the client's differ from
 	// the current ones; nil otherwise.
 	Categories []byte
+
+	// From is the snapshot the page was read from. Shared, when not empty,
+	// names the page among those of From's contents: every client asking
+	// the same gets the same page (a first sync), so its rendering may be
+	// kept (From.Memo) instead of made for each request.
+	From   *Snapshot
+	Shared string
 }
 
 // page returns the page after from (nil: the first sync, which sends live
@@ -227,6 +234,12 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 		p.Categories, p.Next.Categories = cats.Body, cats.Fingerprint
 	case from != nil:
 		p.Next.Categories = from.Categories // none sent: the client keeps its own
+	}
+	p.From = s
+	if from == nil {
+		// The cursor names the stable point, horizon and categories the
+		// page was made with (or where a page of many stopped).
+		p.Shared = fmt.Sprintf("sync:%s:%v", p.Next, p.HasMore)
 	}
 	return p, nil
 }
