@@ -141,7 +141,8 @@ func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Sna
 			from = stable // nothing held: only the changes can hold such a document
 		}
 		if horizon <= from {
-			return l.apply(ctx, base, changes, max(base.Stable, stable), max(s.Counter, counter), max(base.Horizon, horizon))
+			// s's stable point holds for the reads after it, a read anew too.
+			return l.apply(ctx, base, changes, max(s.Stable, stable), max(s.Counter, counter), max(s.Horizon, horizon))
 		}
 		if reads == 3 {
 			return nil, fmt.Errorf("documents were purged while they were read, %d times in a row", reads)
