@@ -321,8 +321,10 @@ func TestCursorFromTheFutureAndExpired(t *testing.T) {
 	if first.Categories == nil {
 		t.Error("the first sync has no tag categories")
 	}
-	if _, err := l.Sync(ctx, Cursor{Seq: 1000}.String(), 0); !errors.Is(err, ErrBadCursor) {
-		t.Errorf("a cursor from the future: %v, want ErrBadCursor", err)
+	for _, c := range []Cursor{{Seq: 1000}, {Horizon: 1000}} {
+		if _, err := l.Sync(ctx, c.String(), 0); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("a cursor from the future (%+v): %v, want ErrBadCursor", c, err)
+		}
 	}
 	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T", URL: "https://x.org"})
 	testkit.Must(t, err, "Create")

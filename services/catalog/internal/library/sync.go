@@ -201,11 +201,12 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 	if err != nil {
 		return Page{}, err
 	}
-	if from != nil && from.Seq > s.Stable {
+	if from != nil && (from.Seq > s.Stable || from.Horizon > s.Horizon) {
+		// Made by a fresher replica, or made up: look at the store.
 		if s, err = l.Get(ctx, 0); err != nil {
 			return Page{}, err
 		}
-		if from.Seq > s.Counter {
+		if from.Seq > s.Counter || from.Horizon > s.Horizon {
 			return Page{}, fmt.Errorf("%w: it is ahead of every change", ErrBadCursor)
 		}
 	}
