@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +107,89 @@ func TestSyncThroughTheGateway(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncFromTheGatewaysMemory: the gateway keeps sync pages, one per
+// cursor, so apps that are up to date (all asking the current cursor) are
+// answered from its memory; a write through the gateway shows in the next
+// sync at once, and one it did not see (through another gateway replica)
+// comes once the kept page is revalidated, never skipped: the page kept is
+// the catalog's, its cursor included.
+func TestSyncFromTheGatewaysMemory(t *testing.T) {
+	st := NewStack(t, map[string][]string{"gateway": {"PUBLIC_CACHE_TTL=2s"}})
+	st.Must("POST", "/bo/tags-categories", `{"id":"c","name":"C"}`, 201)
+	var d1 docJSON
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "one", "url": "https://x.org"}, 201).JSON(t, &d1)
+	first, _ := st.sync("")
+	idle, r := st.sync(first.Cursor)
+	if r.Status != 200 || len(idle.Documents)+len(idle.Removed) != 0 {
+		t.Fatalf("a sync with nothing new: %d %s", r.Status, r.Body)
+	}
+	asked := catalogSyncs(t, st)
+	for range 20 {
+		if p, r := st.sync(idle.Cursor); r.Status != 200 || p.Cursor != idle.Cursor || len(p.Documents) != 0 {
+			t.Fatalf("the same sync again: %d %s", r.Status, r.Body)
+		}
+	}
+	if r := st.Req("GET", "/public/sync?cursor="+url.QueryEscape(idle.Cursor), nil, "If-None-Match", r.Header.Get("ETag")); r.Status != 304 {
+		t.Errorf("the kept page's ETag: %d, want 304", r.Status)
+	}
+	if n := catalogSyncs(t, st); n > asked+1 { // one revalidation, should the 2 s run out meanwhile
+		t.Errorf("22 syncs at one cursor reached the catalog %d times, want them answered from the gateway's memory", n-asked)
+	}
+
+	// Through the gateway: the author's next sync has it at once.
+	var d2 docJSON
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "two", "url": "https://x.org"}, 201).JSON(t, &d2)
+	p, _ := st.sync(idle.Cursor)
+	if len(p.Documents) != 1 || p.Documents[0].ID != d2.ID {
+		t.Fatalf("after a write through the gateway: %v, want %s", p.ids(), d2.ID)
+	}
+
+	// Past the gateway (as through another gateway replica): the app may
+	// be told "nothing new" a while, with the kept page's cursor, and gets
+	// the change from the next pages.
+	cursor := p.Cursor
+	st.sync(cursor) // keeps the empty page of this cursor
+	req, err := http.NewRequest("POST", st.ServiceURL("catalog")+"/bo/documents", strings.NewReader(`{"type":"LINK","title":"three","url":"https://x.org"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	SignAsGateway(req)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 201 {
+		t.Fatalf("a write on the catalog's own port: %v %v", res, err)
+	}
+	_ = res.Body.Close()
+	var got []string
+	Eventually(t, 10*time.Second, "the write the gateway did not see reaches the sync", func() bool {
+		p, r := st.sync(cursor)
+		if r.Status != 200 {
+			t.Fatalf("sync: %d %s", r.Status, r.Body)
+		}
+		for _, d := range p.Documents {
+			got = append(got, d.Title)
+		}
+		cursor = p.Cursor
+		return slices.Contains(got, "three")
+	})
+	if strings.Join(got, ",") != "three" {
+		t.Errorf("the app was sent %v, want the new document once", got)
+	}
+}
+
+// catalogSyncs is how many sync requests the catalog has answered.
+func catalogSyncs(t *testing.T, st *Stack) int {
+	t.Helper()
+	n := 0
+	for _, m := range syncCount.FindAllStringSubmatch(scrape(t, st, "catalog"), -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
+}
+
+var syncCount = regexp.MustCompile(`(?m)^http_server_request_duration_seconds_count\{[^}]*http_route="/public/sync"[^}]*\} (\d+)$`)
 
 func sameSet(a, b string) bool {
 	x, y := strings.Fields(a), strings.Fields(b)

@@ -41,13 +41,13 @@ func main() {
 }
 
 // The micro-cache's memory: the largest answer it keeps (a listing of
-// 10,000 documents is about 1.6 MiB), and what its answers may use
-// together (each counted twice, for its compressed forms): room for the
-// listing and the details of 10,000 documents of a few KiB.
-const (
-	maxCachedBody  = 32 << 20
-	maxCachedTotal = 256 << 20
-)
+// 10,000 documents is about 1.6 MiB), what the answers kept by path may
+// use together (each counted twice, for its compressed forms): room for
+// the listing and the details of 10,000 documents of a few KiB, and what
+// sync pages may use (kept by cursor, apart, as anyone can make up
+// cursors): room for the pages of a first sync of 10,000 documents (about
+// 250 KiB each) and thousands of empty ones.
+var cacheLimits = microcache.Limits{MaxBody: 32 << 20, MaxTotal: 256 << 20, MaxQueryTotal: 64 << 20}
 
 func run(ctx context.Context) (err error) {
 	env := config.FromEnviron()
@@ -98,7 +98,7 @@ func run(ctx context.Context) (err error) {
 	}
 	var cache *microcache.Cache
 	if cfg.PublicCacheTTL > 0 {
-		cache = microcache.New(cfg.PublicCacheTTL, maxCachedBody, maxCachedTotal)
+		cache = microcache.New(cfg.PublicCacheTTL, cacheLimits)
 	}
 	// Ready means this process can serve: it depends on no upstream, so an
 	// outage of one service never takes the whole edge out of its Service

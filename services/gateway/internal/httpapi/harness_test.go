@@ -96,7 +96,7 @@ func start(t *testing.T, o options) *harness {
 	}
 	var cache *microcache.Cache
 	if o.cacheTTL > 0 {
-		cache = microcache.New(o.cacheTTL, 1<<20, 1<<30)
+		cache = microcache.New(o.cacheTTL, microcache.Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30})
 	}
 	authenticator, err := auth.New(o.failures, auth.NewStatic([]auth.StaticToken{
 		{Name: "alice", Role: identity.Editor, Token: token1},

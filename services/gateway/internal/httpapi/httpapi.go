@@ -152,7 +152,11 @@ func routeChain(d Deps, r route.Route, cached map[string]http.Handler) ([]gin.Ha
 			return nil, fmt.Errorf("httpapi: no origin %s for the cached route %s", r.Upstream, r.Path)
 		}
 		if cached[r.Path] == nil {
-			cached[r.Path] = d.Cache.Route(o, up)
+			if q := r.CacheQuery(); q != "" {
+				cached[r.Path] = d.Cache.RouteByQuery(o, q, up)
+			} else {
+				cached[r.Path] = d.Cache.Route(o, up)
+			}
 		}
 		up = cached[r.Path]
 	}

@@ -85,7 +85,7 @@ func newFixture(t *testing.T, ttl time.Duration) *fixture {
 	srv := httptest.NewServer(f.origin)
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	f.cache = New(ttl, 1<<20, 1<<30)
+	f.cache = New(ttl, Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30})
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.nextCacheControl.Store(r.Header.Get("Cache-Control"))
 		f.next.Add(1)
@@ -229,7 +229,7 @@ func TestTransportFailureIsAnsweredByFail(t *testing.T) {
 	t.Parallel()
 	u, _ := url.Parse("http://127.0.0.1:1")
 	var failed error
-	h := New(time.Hour, 1<<20, 1<<30).Route(Origin{Target: u, Transport: http.DefaultTransport,
+	h := New(time.Hour, Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30}).Route(Origin{Target: u, Transport: http.DefaultTransport,
 		Fail: func(w http.ResponseWriter, r *http.Request, err error) { failed = err; w.WriteHeader(502) }}, nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/public/documents", nil))
@@ -336,7 +336,8 @@ func TestOneEntryPerPathWithinTheBudget(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	c := New(time.Hour, 1<<20, 1000) // room for about 4 answers of ~100 bytes, counted twice
+	const budget = 4 * (entryOverhead + 250) // room for about 4 answers of ~100 bytes, counted twice, and their keys
+	c := New(time.Hour, Limits{MaxBody: 1 << 20, MaxTotal: budget, MaxQueryTotal: budget})
 	h := c.Route(Origin{Target: u, Transport: srv.Client().Transport, Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
 	get := func(id string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
@@ -361,8 +362,8 @@ func TestOneEntryPerPathWithinTheBudget(t *testing.T) {
 	for i := range 20 {
 		get(string(rune('c' + i)))
 	}
-	if used := c.used.Load(); used > 1000 || used <= 0 {
-		t.Errorf("kept answers use %d bytes, want at most the budget of 1000", used)
+	if used := c.paths.used.Load(); used > budget || used <= 0 {
+		t.Errorf("kept answers use %d bytes, want at most the budget of %d", used, budget)
 	}
 	var kept int64
 	rt.slots.Range(func(_, v any) bool {
@@ -371,8 +372,8 @@ func TestOneEntryPerPathWithinTheBudget(t *testing.T) {
 		}
 		return true
 	})
-	if kept != c.used.Load() {
-		t.Errorf("the entries hold %d bytes, the count says %d", kept, c.used.Load())
+	if kept != c.paths.used.Load() {
+		t.Errorf("the entries hold %d bytes, the count says %d", kept, c.paths.used.Load())
 	}
 }
 
@@ -389,7 +390,7 @@ func TestPathIsForwardedAsReceived(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	h := New(time.Hour, 1<<20, 1<<30).Route(Origin{Target: u, Transport: srv.Client().Transport,
+	h := New(time.Hour, Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30}).Route(Origin{Target: u, Transport: srv.Client().Transport,
 		Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
 	for _, tt := range []struct{ target, want string }{
 		{"/public/medias/a%2541", "/public/medias/a%41"},
@@ -485,13 +486,16 @@ func TestDroppedWhileRevalidatingStaysDropped(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	c := New(time.Nanosecond, 1<<20, 1000)
+	// Room for x (498 bytes counted twice, its key and the overhead) but
+	// not beside the first a.
+	const budget = entryOverhead + 1500
+	c := New(time.Nanosecond, Limits{MaxBody: 1 << 20, MaxTotal: budget, MaxQueryTotal: budget})
 	h := c.Route(Origin{Target: u, Transport: srv.Client().Transport,
 		Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
 	get := func(id string) {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/public/documents/"+id+"/detail", nil))
 	}
-	get("a") // kept: 2 × 3 bytes
+	get("a") // kept: 2 × 3 bytes, the key and the overhead
 	mu.Lock()
 	block = make(chan struct{})
 	bodies["/public/documents/a/detail"] = `"` + strings.Repeat("a", 198) + `"`
@@ -508,7 +512,7 @@ func TestDroppedWhileRevalidatingStaysDropped(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	get("x") // 2 × 498 bytes: "a" is dropped to make room
+	get("x") // 2 × 498 bytes, the key and the overhead: "a" is dropped to make room
 	close(block)
 	<-done
 	var kept int64
@@ -518,7 +522,165 @@ func TestDroppedWhileRevalidatingStaysDropped(t *testing.T) {
 		}
 		return true
 	})
-	if used := c.used.Load(); used != kept || used > 1000 {
-		t.Errorf("the entries hold %d bytes, the count says %d (budget 1000)", kept, used)
+	if used := c.paths.used.Load(); used != kept || used > budget {
+		t.Errorf("the entries hold %d bytes, the count says %d (budget %d)", kept, used, budget)
+	}
+}
+
+// syncOrigin stands in for the catalog's sync feed: each cursor has its
+// own page (which names it), under an ETag of its own.
+type syncOrigin struct {
+	mu       sync.Mutex
+	version  int // part of every page and ETag: a change of the library
+	pad      int // bytes of padding in each page
+	requests atomic.Int64
+	queries  []string // RawQuery of each request, in order
+}
+
+func (o *syncOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.requests.Add(1)
+	o.mu.Lock()
+	o.queries = append(o.queries, r.URL.RawQuery)
+	version, pad := o.version, o.pad
+	o.mu.Unlock()
+	cursor := r.URL.Query().Get("cursor")
+	etag := `"` + cursor + "-" + strconv.Itoa(version) + `"`
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := `{"asked":"` + cursor + `","cursor":"` + cursor + `+` + strconv.Itoa(version) + `","pad":"` + strings.Repeat("x", pad) + `"}`
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = io.WriteString(w, body)
+}
+
+func (o *syncOrigin) lastQuery() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.queries[len(o.queries)-1]
+}
+
+func newSyncRoute(t *testing.T, c *Cache, o *syncOrigin, next http.Handler) http.Handler {
+	t.Helper()
+	srv := httptest.NewServer(o)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return c.RouteByQuery(Origin{Target: u, Transport: srv.Client().Transport,
+		Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, "cursor", next)
+}
+
+func serve(h http.Handler, method, target string, header ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// A route keyed by query keeps one answer per cursor (and one without),
+// each the service's answer to that very URL, and revalidates each with
+// its own ETag and query.
+func TestKeyedByQuery(t *testing.T) {
+	t.Parallel()
+	o := &syncOrigin{}
+	c := New(time.Hour, Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30})
+	h := newSyncRoute(t, c, o, nil)
+	for range 2 {
+		for _, cursor := range []string{"", "a", "b"} {
+			target := "/public/sync"
+			if cursor != "" {
+				target += "?cursor=" + cursor
+			}
+			w := serve(h, "GET", target)
+			want := `{"asked":"` + cursor + `","cursor":"` + cursor + `+0"`
+			if w.Code != 200 || !strings.HasPrefix(w.Body.String(), want) || w.Header().Get("ETag") != `"`+cursor+`-0"` {
+				t.Fatalf("GET %s: %d %q %q, want the page of that cursor", target, w.Code, w.Body, w.Header().Get("ETag"))
+			}
+		}
+	}
+	if n := o.requests.Load(); n != 3 {
+		t.Errorf("origin asked %d times for three URLs asked twice each, want 3", n)
+	}
+	if w := serve(h, "HEAD", "/public/sync?cursor=a"); w.Code != 200 || w.Body.Len() != 0 || o.requests.Load() != 3 {
+		t.Errorf("HEAD of a kept page: %d %q, origin asked %d times", w.Code, w.Body, o.requests.Load())
+	}
+
+	// Revalidation asks for the same URL, with the kept page's ETag.
+	c.Invalidate()
+	if w := serve(h, "GET", "/public/sync?cursor=b"); w.Code != 200 || o.lastQuery() != "cursor=b" {
+		t.Errorf("revalidation: %d, the origin was asked with the query %q", w.Code, o.lastQuery())
+	}
+	o.mu.Lock()
+	o.version = 1
+	o.mu.Unlock()
+	c.Invalidate()
+	if w := serve(h, "GET", "/public/sync?cursor=a"); !strings.Contains(w.Body.String(), `"cursor":"a+1"`) || w.Header().Get("ETag") != `"a-1"` {
+		t.Errorf("after a change: %q %q, want the new page of cursor a", w.Body, w.Header().Get("ETag"))
+	}
+}
+
+// Only a query that is the parameter alone is kept: any other goes to
+// next, so that the keys of one answer cannot be multiplied.
+func TestKeyedByQueryOtherQueriesGoToNext(t *testing.T) {
+	t.Parallel()
+	o := &syncOrigin{}
+	var next atomic.Int64
+	h := newSyncRoute(t, New(time.Hour, Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30}), o,
+		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { next.Add(1); w.WriteHeader(http.StatusTeapot) }))
+	for _, target := range []string{
+		"/public/sync?cursor=a&x=1", "/public/sync?x=1&cursor=a", "/public/sync?cursor=a&cursor=b",
+		"/public/sync?x=1", "/public/sync?cursor=a;x=1", "/public/sync?cursorx=a",
+	} {
+		if w := serve(h, "GET", target); w.Code != http.StatusTeapot {
+			t.Errorf("GET %s: %d, want it handed to next", target, w.Code)
+		}
+	}
+	if o.requests.Load() != 0 {
+		t.Error("the cache asked the origin for a query it does not key by")
+	}
+}
+
+// The answers kept by query have a budget of their own: a flood of made-up
+// cursors, however small their pages, stays within it and never pushes out
+// the answers kept by path.
+func TestKeyedByQueryHasABudgetOfItsOwn(t *testing.T) {
+	t.Parallel()
+	const budget = 10 * (entryOverhead + 100)
+	c := New(time.Hour, Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: budget})
+	f := &origin{body: `[{"id":"a"}]`, etag: `"v1"`}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	listing := c.Route(Origin{Target: u, Transport: srv.Client().Transport,
+		Fail: func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(502) }}, nil)
+	serve(listing, "GET", "/public/documents")
+
+	o := &syncOrigin{}
+	h := newSyncRoute(t, c, o, nil)
+	for i := range 200 {
+		if w := serve(h, "GET", "/public/sync?cursor="+strconv.Itoa(i)); w.Code != 200 {
+			t.Fatalf("cursor %d: %d", i, w.Code)
+		}
+	}
+	if used := c.queries.used.Load(); used > budget || used < entryOverhead {
+		t.Errorf("sync pages use %d bytes, want at most their budget of %d (and each at least %d)", used, budget, entryOverhead)
+	}
+	var kept int
+	h.(*route).slots.Range(func(_, v any) bool {
+		if v.(*slot).cur.Load() != nil {
+			kept++
+		}
+		return true
+	})
+	if kept > 10 {
+		t.Errorf("%d tiny pages kept within room for 10", kept)
+	}
+	serve(listing, "GET", "/public/documents")
+	if n := f.requests.Load(); n != 1 {
+		t.Errorf("the listing was asked for %d times: the sync pages pushed it out", n)
 	}
 }

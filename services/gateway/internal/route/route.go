@@ -65,20 +65,58 @@ func (r Route) Public() bool { return strings.HasPrefix(r.Path, "/public/") }
 func (r Route) Read() bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
 
 // MicroCached reports whether the gateway may answer the route from its
-// micro-cache: the public JSON reads, the same bytes for every client
-// (the listing, asked at every start of the app, a detail, the tag
-// categories, a media record, the public settings), revalidated with the
-// service's ETag.
-// Downloads are streamed, never kept.
+// micro-cache: the public JSON reads, the same bytes for every client who
+// asks the same URL (the listing, asked at every start of the app, a
+// detail, the tag categories, a media record, the public settings, a sync
+// page), revalidated with the service's ETag. Downloads are streamed,
+// never kept.
 func (r Route) MicroCached() bool {
 	if !r.Read() {
 		return false
 	}
 	switch r.Path {
-	case "/public/documents", "/public/documents/:id/detail", "/public/tags-categories", "/public/medias/:id", "/public/config":
+	case "/public/documents", "/public/documents/:id/detail", "/public/tags-categories", "/public/medias/:id", "/public/config",
+		"/public/sync":
 		return true
 	}
 	return false
+}
+
+// CacheQuery is the query parameter a micro-cached route's answers depend
+// on, kept one per value ("" for the routes keyed by path alone).
+//
+// The sync feed (CONTRACT.md §8) is keyed by its cursor: every client that
+// is up to date asks the same URL (the current cursor) until the library
+// changes, and every first sync the same pages. A kept page never makes a
+// client skip a change:
+//
+//   - A page is one answer of the catalog, kept whole: the cursor in it is
+//     the one the catalog gave with its documents and removed ids.
+//   - Whatever snapshot a catalog replica answers a cursor from, its page
+//     holds every change after that cursor up to the snapshot's stable
+//     point, and the page's own cursor is at most that point (or the
+//     cursor asked with, from a replica still behind it). That holds
+//     whenever the page is applied: a kept page served later is exactly a
+//     page a replica answered that URL with, older than a fresh one, as a
+//     lagging replica's would be, and every change after its cursor comes
+//     in the pages asked after it. A change can come later (at most
+//     PUBLIC_CACHE_TTL, or one revalidation, after the catalog has it),
+//     never be skipped.
+//   - Purges: the page's cursor carries its snapshot's horizon, so a
+//     document purged after that snapshot makes the next cursor 410 (the
+//     client starts again), as after a lagging replica's page.
+//   - Tag categories: the cursor carries the fingerprint of the categories
+//     the page told its client to hold (the cursor's own when it sent
+//     none), so a kept page never leaves a client believing it holds
+//     categories it was not sent.
+//   - A back-office write through this gateway replica makes every kept
+//     page revalidate first (Invalidate), as the listing does, so its
+//     author's next sync has the write.
+func (r Route) CacheQuery() string {
+	if r.Path == "/public/sync" {
+		return "cursor"
+	}
+	return ""
 }
 
 // Table returns every route of the contract (the base document plus

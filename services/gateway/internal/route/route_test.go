@@ -82,11 +82,17 @@ func TestMicroCached(t *testing.T) {
 	want := map[string]bool{
 		"/public/documents": true, "/public/documents/:id/detail": true,
 		"/public/tags-categories": true, "/public/medias/:id": true, "/public/config": true,
+		"/public/sync": true,
 	}
 	seen := 0
 	for _, r := range route.Table() {
 		if r.MicroCached() != (r.Read() && want[r.Path]) {
 			t.Errorf("%s %s: MicroCached = %v", r.Method, r.Path, r.MicroCached())
+		}
+		// Sync pages are kept one per cursor; every other answer depends
+		// on its path alone.
+		if q, wantQ := r.CacheQuery(), map[bool]string{true: "cursor"}[r.Path == "/public/sync"]; q != wantQ {
+			t.Errorf("%s %s: CacheQuery = %q, want %q", r.Method, r.Path, q, wantQ)
 		}
 		if r.MicroCached() {
 			seen++
