@@ -198,6 +198,7 @@ type MinIOServer struct {
 	Creds    devserver.MinIOCredentials
 	console  string
 	dir, bin string
+	mu       sync.Mutex // guards proc: a test may Stop from a goroutine of its own, and the cleanup Stops again
 	proc     *devserver.Process
 }
 
@@ -222,7 +223,9 @@ func (m *MinIOServer) Start() {
 	m.t.Helper()
 	p, err := devserver.MinIO(context.Background(), m.bin, m.Creds.Endpoint, m.console, m.dir, m.Creds, serverOutput())
 	Must(m.t, err, "testkit: start MinIO")
+	m.mu.Lock()
 	m.proc = p
+	m.mu.Unlock()
 }
 
 // MultipartParts counts the parts of unfinished multipart uploads in the
@@ -240,6 +243,8 @@ func (m *MinIOServer) MultipartParts() int {
 
 // Stop stops the server; a second Stop does nothing.
 func (m *MinIOServer) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.proc != nil {
 		m.proc.Stop()
 		m.proc = nil
