@@ -20,6 +20,7 @@ import (
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
+	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
@@ -73,10 +74,13 @@ func run(ctx context.Context) (err error) {
 		verifiers = append(verifiers, auth.NewStatic(cfg.BOTokens))
 	}
 	if cfg.OIDCIssuer != "" {
-		o, err := auth.NewOIDC(ctx, cfg.OIDCIssuer, cfg.OIDCAudience, cfg.OIDCRoleClaim)
-		if err != nil {
-			return err
-		}
+		o := auth.NewOIDC(cfg.OIDCIssuer, cfg.OIDCAudience, cfg.OIDCRoleClaim)
+		// Discovered in the background, retried until it succeeds: an
+		// identity provider that is down must not keep the gateway, its
+		// public routes and its static tokens, from starting (JWTs are
+		// 503 meanwhile).
+		_, stopDiscovery := periodic.Until(ctx, log, "OIDC issuer discovery", o.Discover)
+		defer stopDiscovery()
 		verifiers = append(verifiers, o)
 	}
 	var failures *ratelimit.Limiter

@@ -23,7 +23,7 @@ import (
 type Verifier interface {
 	// Verify returns the caller token names, or an error: ErrNotMine when
 	// the token is not of this verifier's kind (the next one is asked),
-	// an *Invalid (401) or a *NoRole (403).
+	// an *Invalid (401), a *NoRole (403) or an *Unavailable (503).
 	Verify(ctx context.Context, token string) (identity.Caller, error)
 }
 
@@ -40,6 +40,16 @@ func (e *Invalid) Error() string { return e.Reason }
 type NoRole struct{ Reason string }
 
 func (e *NoRole) Error() string { return e.Reason }
+
+// Unavailable is a token that cannot be checked now (the identity
+// provider has not been reached yet): 503 with Retry-After. It counts as
+// no failed authentication.
+type Unavailable struct {
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *Unavailable) Error() string { return e.Reason }
 
 // ErrNoVerifier is returned by New without any verifier: /bo must never be
 // open.
@@ -102,6 +112,7 @@ func (a *Authenticator) verify(ctx context.Context, headers []string) (identity.
 		caller, err := v.Verify(ctx, token)
 		var invalid *Invalid
 		var noRole *NoRole
+		var unavailable *Unavailable
 		switch {
 		case err == nil:
 			return caller, nil
@@ -111,6 +122,9 @@ func (a *Authenticator) verify(ctx context.Context, headers []string) (identity.
 			return identity.Caller{}, problem.Unauthorized(invalid.Reason)
 		case errors.As(err, &noRole):
 			return identity.Caller{}, problem.Forbidden(noRole.Reason)
+		case errors.As(err, &unavailable):
+			return identity.Caller{}, problem.Unavailable(unavailable.Reason).
+				With("Retry-After", strconv.Itoa(int(unavailable.RetryAfter/time.Second)))
 		default:
 			return identity.Caller{}, problem.Unauthorized("the bearer token is not valid")
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,10 +12,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/auth/oidctest"
 	"github.com/doclib/services/gateway/internal/ratelimit"
 )
 
@@ -241,77 +240,23 @@ func TestFailureLimit(t *testing.T) {
 	}
 }
 
-// issuer is a local OIDC issuer: discovery, JWKS and a signer.
-type issuer struct {
-	url  string
-	key  *rsa.PrivateKey
-	t    *testing.T
-	keys []jose.JSONWebKey
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &issuer{key: key, t: t}
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	is.url = srv.URL
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": srv.URL, "jwks_uri": srv.URL + "/keys",
-			"authorization_endpoint": srv.URL + "/auth", "token_endpoint": srv.URL + "/token",
-			"id_token_signing_alg_values_supported": []string{"RS256"},
-		})
-	})
-	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
-			{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"},
-		}})
-	})
-	return is
-}
-
-func (is *issuer) sign(k *rsa.PrivateKey, claims map[string]any) string {
-	is.t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: "k1"}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		is.t.Fatal(err)
-	}
-	payload, _ := json.Marshal(claims)
-	jws, err := s.Sign(payload)
-	if err != nil {
-		is.t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		is.t.Fatal(err)
-	}
-	return out
-}
-
 func TestOIDC(t *testing.T) {
 	t.Parallel()
-	is := newIssuer(t)
+	is := oidctest.New(t)
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewOIDC(context.Background(), is.url, "doclib-bo", "roles")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nested, err := auth.NewOIDC(context.Background(), is.url, "doclib-bo", "realm_access.roles")
-	if err != nil {
-		t.Fatal(err)
+	v := auth.NewOIDC(is.URL, "doclib-bo", "roles")
+	nested := auth.NewOIDC(is.URL, "doclib-bo", "realm_access.roles")
+	for _, o := range []*auth.OIDC{v, nested} {
+		if err := o.Discover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	now := time.Now()
 	claims := func(edit func(c map[string]any)) map[string]any {
-		c := map[string]any{"iss": is.url, "sub": "alice", "aud": "doclib-bo", "iat": now.Add(-time.Minute).Unix(),
+		c := map[string]any{"iss": is.URL, "sub": "alice", "aud": "doclib-bo", "iat": now.Add(-time.Minute).Unix(),
 			"exp": now.Add(time.Hour).Unix(), "roles": []string{"other-app", "editor"}}
 		if edit != nil {
 			edit(c)
@@ -326,38 +271,38 @@ func TestOIDC(t *testing.T) {
 		wantErr  string // "invalid", "norole", "notmine"
 		reason   string
 	}{
-		{name: "editor in an array", verifier: v, token: is.sign(is.key, claims(nil)),
+		{name: "editor in an array", verifier: v, token: is.Sign(is.Key, claims(nil)),
 			want: identity.Caller{Name: "alice", Role: identity.Editor}},
-		{name: "viewer as a string", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = "viewer" })),
+		{name: "viewer as a string", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = "viewer" })),
 			want: identity.Caller{Name: "alice", Role: identity.Viewer}},
-		{name: "both: editor wins", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = []string{"viewer", "editor"} })),
+		{name: "both: editor wins", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = []string{"viewer", "editor"} })),
 			want: identity.Caller{Name: "alice", Role: identity.Editor}},
-		{name: "nested claim", verifier: nested, token: is.sign(is.key, claims(func(c map[string]any) {
+		{name: "nested claim", verifier: nested, token: is.Sign(is.Key, claims(func(c map[string]any) {
 			c["realm_access"] = map[string]any{"roles": []string{"viewer"}}
 		})), want: identity.Caller{Name: "alice", Role: identity.Viewer}},
-		{name: "role claim missing", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { delete(c, "roles") })),
+		{name: "role claim missing", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { delete(c, "roles") })),
 			wantErr: "norole", reason: "no roles claim"},
-		{name: "role claim a number", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = 7 })),
+		{name: "role claim a number", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = 7 })),
 			wantErr: "norole", reason: "string or an array of strings"},
-		{name: "role claim an array with a number", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = []any{"editor", 1} })),
+		{name: "role claim an array with a number", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = []any{"editor", 1} })),
 			wantErr: "norole", reason: "string or an array of strings"},
-		{name: "role claim an object", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = map[string]any{"editor": true} })),
+		{name: "role claim an object", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = map[string]any{"editor": true} })),
 			wantErr: "norole", reason: "string or an array of strings"},
-		{name: "no known role", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = []string{"admin"} })),
+		{name: "no known role", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = []string{"admin"} })),
 			wantErr: "norole", reason: "neither editor nor viewer"},
-		{name: "role of the wrong case", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["roles"] = "Editor" })),
+		{name: "role of the wrong case", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["roles"] = "Editor" })),
 			wantErr: "norole", reason: "neither editor nor viewer"},
-		{name: "nested claim missing", verifier: nested, token: is.sign(is.key, claims(nil)),
+		{name: "nested claim missing", verifier: nested, token: is.Sign(is.Key, claims(nil)),
 			wantErr: "norole", reason: "no realm_access.roles claim"},
-		{name: "wrong audience", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["aud"] = "someone-else" })),
+		{name: "wrong audience", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["aud"] = "someone-else" })),
 			wantErr: "invalid", reason: "audience"},
-		{name: "expired", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })),
+		{name: "expired", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() })),
 			wantErr: "invalid", reason: "expired"},
-		{name: "another issuer", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { c["iss"] = "https://evil.example" })),
+		{name: "another issuer", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { c["iss"] = "https://evil.example" })),
 			wantErr: "invalid", reason: "not valid"},
-		{name: "no subject", verifier: v, token: is.sign(is.key, claims(func(c map[string]any) { delete(c, "sub") })),
+		{name: "no subject", verifier: v, token: is.Sign(is.Key, claims(func(c map[string]any) { delete(c, "sub") })),
 			wantErr: "invalid", reason: "subject"},
-		{name: "signed by another key", verifier: v, token: is.sign(other, claims(nil)), wantErr: "invalid", reason: "not valid"},
+		{name: "signed by another key", verifier: v, token: is.Sign(other, claims(nil)), wantErr: "invalid", reason: "not valid"},
 		{name: "not a JWT", verifier: v, token: "dev-token", wantErr: "notmine"},
 	}
 	for _, tt := range tests {
@@ -396,9 +341,9 @@ func TestOIDC(t *testing.T) {
 // first, a JWT goes on to the issuer, and a JWT without role is a 403.
 func TestOIDCAndStaticTogether(t *testing.T) {
 	t.Parallel()
-	is := newIssuer(t)
-	o, err := auth.NewOIDC(context.Background(), is.url, "doclib-bo", "roles")
-	if err != nil {
+	is := oidctest.New(t)
+	o := auth.NewOIDC(is.URL, "doclib-bo", "roles")
+	if err := o.Discover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	a, err := auth.New(nil, auth.NewStatic([]auth.StaticToken{{"ci", identity.Viewer, "ci-token-0001"}}), o)
@@ -406,18 +351,57 @@ func TestOIDCAndStaticTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	base := map[string]any{"iss": is.url, "sub": "alice", "aud": "doclib-bo", "exp": now.Add(time.Hour).Unix()}
+	base := map[string]any{"iss": is.URL, "sub": "alice", "aud": "doclib-bo", "exp": now.Add(time.Hour).Unix()}
 	withRole := map[string]any{"roles": "editor"}
 	for k, v := range base {
 		withRole[k] = v
 	}
-	if status, c, _ := authenticate(t, a, "POST", "192.0.2.1", "Bearer "+is.sign(is.key, withRole)); status != 200 || c.Name != "alice" || c.Role != identity.Editor {
+	if status, c, _ := authenticate(t, a, "POST", "192.0.2.1", "Bearer "+is.Sign(is.Key, withRole)); status != 200 || c.Name != "alice" || c.Role != identity.Editor {
 		t.Errorf("JWT editor: %d %+v", status, c)
 	}
 	if status, c, _ := authenticate(t, a, "GET", "192.0.2.1", "Bearer ci-token-0001"); status != 200 || c.Name != "ci" {
 		t.Errorf("static viewer: %d %+v", status, c)
 	}
-	if status, _, _ := authenticate(t, a, "GET", "192.0.2.1", "Bearer "+is.sign(is.key, base)); status != http.StatusForbidden {
+	if status, _, _ := authenticate(t, a, "GET", "192.0.2.1", "Bearer "+is.Sign(is.Key, base)); status != http.StatusForbidden {
 		t.Errorf("JWT without role: %d, want 403", status)
+	}
+}
+
+// TestOIDCIssuerReachedLate: an issuer that cannot be reached yet keeps
+// nothing else from working. Static tokens pass; a JWT is 503 with
+// Retry-After (the token may be valid: no 401, and no failed attempt
+// counted); once the issuer answers, discovery succeeds and the JWT is
+// accepted.
+func TestOIDCIssuerReachedLate(t *testing.T) {
+	t.Parallel()
+	is := oidctest.Unstarted(t)
+	o := auth.NewOIDC(is.URL, "doclib-bo", "roles")
+	failures := ratelimit.New(1.0/60, 1, ratelimit.DefaultMaxClients) // one failure per minute
+	a, err := auth.New(failures, auth.NewStatic([]auth.StaticToken{{"ci", identity.Viewer, "ci-token-0001"}}), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt := "Bearer " + is.Sign(is.Key, map[string]any{"iss": is.URL, "sub": "alice", "aud": "doclib-bo",
+		"exp": time.Now().Add(time.Hour).Unix(), "roles": "editor"})
+
+	if err := o.Discover(context.Background()); err == nil {
+		t.Fatal("discovery succeeded with nothing listening at the issuer's address")
+	}
+	for range 3 {
+		status, _, h := authenticate(t, a, "GET", "192.0.2.1", jwt)
+		if status != http.StatusServiceUnavailable || h.Get("Retry-After") != "10" {
+			t.Fatalf("a JWT while the issuer is unknown: %d, Retry-After %q; want 503 with Retry-After: 10", status, h.Get("Retry-After"))
+		}
+	}
+	if status, c, _ := authenticate(t, a, "GET", "192.0.2.1", "Bearer ci-token-0001"); status != 200 || c.Name != "ci" {
+		t.Errorf("a static token while the issuer is unknown: %d %+v, want it accepted", status, c)
+	}
+
+	is.Start()
+	if err := o.Discover(context.Background()); err != nil {
+		t.Fatalf("discovery once the issuer answers: %v", err)
+	}
+	if status, c, _ := authenticate(t, a, "POST", "192.0.2.1", jwt); status != 200 || c.Name != "alice" || c.Role != identity.Editor {
+		t.Errorf("the JWT once the issuer is known: %d %+v, want alice, editor (the 503s counted as no failed authentication)", status, c)
 	}
 }

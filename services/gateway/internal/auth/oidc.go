@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -16,23 +17,48 @@ import (
 // OIDC accepts JWTs signed by an issuer's keys (fetched from its JWKS and
 // cached), carrying the configured audience, not expired. The caller's name
 // is the token's sub; its role comes from a configured claim.
+//
+// The issuer is discovered after start-up (Discover, retried in the
+// background until it succeeds), so a gateway that starts while the
+// identity provider is down serves its public routes and static tokens at
+// once instead of refusing to start. Until then a JWT is answered 503 with
+// Retry-After (an *Unavailable), not 401: the token may well be valid, and
+// a 401 would tell a back-office to throw it away and send its user to log
+// in again, at the provider that is down, and would count against the
+// client's failed-authentication budget (429 once the provider is back).
 type OIDC struct {
-	verifier  *oidc.IDTokenVerifier
-	roleClaim []string // a path into the claims: "roles", or "realm_access.roles"
+	issuer    string
+	audience  string
+	roleClaim []string                             // a path into the claims: "roles", or "realm_access.roles"
+	verifier  atomic.Pointer[oidc.IDTokenVerifier] // nil until the issuer is discovered
 }
 
-// NewOIDC discovers issuer's configuration. It fails when the issuer cannot
-// be reached, so a misconfigured gateway does not start. roleClaim names
-// the claim holding the role, a string or an array of strings; dots walk
-// into nested objects (Keycloak's "realm_access.roles").
-func NewOIDC(ctx context.Context, issuer, audience, roleClaim string) (*OIDC, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	p, err := oidc.NewProvider(ctx, issuer)
-	if err != nil {
-		return nil, fmt.Errorf("discover OIDC issuer %s: %w", config.Redact(issuer), err)
+// DiscoveryRetry is the longest wait between two attempts at discovering
+// the issuer (periodic.Until's), and so the Retry-After of a JWT sent
+// before it succeeded.
+const DiscoveryRetry = 10 * time.Second
+
+// NewOIDC returns a verifier of issuer's JWTs; it contacts nobody (see
+// Discover). roleClaim names the claim holding the role, a string or an
+// array of strings; dots walk into nested objects (Keycloak's
+// "realm_access.roles").
+func NewOIDC(issuer, audience, roleClaim string) *OIDC {
+	return &OIDC{issuer: issuer, audience: audience, roleClaim: strings.Split(roleClaim, ".")}
+}
+
+// Discover reads the issuer's configuration (its discovery document); from
+// then on JWTs are verified. It fails while the issuer cannot be reached
+// or answers with another issuer's document: run it until it succeeds.
+func (o *OIDC) Discover(ctx context.Context) error {
+	if o.verifier.Load() != nil {
+		return nil
 	}
-	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience}), roleClaim: strings.Split(roleClaim, ".")}, nil
+	p, err := oidc.NewProvider(ctx, o.issuer)
+	if err != nil {
+		return fmt.Errorf("discover OIDC issuer %s: %w", config.Redact(o.issuer), err)
+	}
+	o.verifier.Store(p.Verifier(&oidc.Config{ClientID: o.audience}))
+	return nil
 }
 
 // Verify checks token's signature, issuer, audience and expiry, then reads
@@ -41,7 +67,14 @@ func (o *OIDC) Verify(ctx context.Context, token string) (identity.Caller, error
 	if !looksLikeJWT(token) {
 		return identity.Caller{}, ErrNotMine
 	}
-	tok, err := o.verifier.Verify(ctx, token)
+	verifier := o.verifier.Load()
+	if verifier == nil {
+		return identity.Caller{}, &Unavailable{
+			Reason:     "the identity provider (OIDC issuer) has not been reached yet, so bearer JWTs cannot be checked; try again shortly",
+			RetryAfter: DiscoveryRetry,
+		}
+	}
+	tok, err := verifier.Verify(ctx, token)
 	if err != nil {
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
