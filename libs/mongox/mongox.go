@@ -44,6 +44,12 @@ func Connect(uri string) (*mongo.Client, error) {
 	return c, nil
 }
 
+// IndexError words a failure to ensure a store's indexes, the first
+// operation that reaches MongoDB (Connect does not).
+func IndexError(err error) error {
+	return fmt.Errorf("mongodb indexes (is MONGODB_URI reachable?): %w", err)
+}
+
 // Ping is a readiness check for c.
 func Ping(c *mongo.Client) func(context.Context) error {
 	return func(ctx context.Context) error { return c.Ping(ctx, readpref.Primary()) }

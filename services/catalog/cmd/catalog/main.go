@@ -16,11 +16,13 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
-	"github.com/doclib/libs/process"
 	"github.com/doclib/libs/shutdown"
+	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/catalog/internal/consumers"
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
@@ -83,43 +85,54 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
-// run starts, in this order: the logger, telemetry and the MongoDB client
-// (process.Start, whose Close ends them last), the store's indexes, NATS
-// (connecting in the background), the outbox relay, the domain service and
-// the in-memory library, the consumers (once NATS is up), the background
-// jobs and the HTTP server. It stops in the reverse order: the server lets
-// in-flight requests finish, then the consumers, the jobs, the relay (a
-// last pass), NATS, MongoDB and telemetry.
+// run wires the service top to bottom. It starts, in this order, the
+// logger, telemetry, the MongoDB client (the store's indexes are the first
+// call to reach it), NATS (connecting in the background), the outbox
+// relay, the domain service and the in-memory library, the consumers (once
+// NATS is up), the background jobs and the HTTP server; each defer stops
+// what was started just above it, so at shutdown the server lets in-flight
+// requests finish, then the consumers stop, the jobs stop, the relay makes
+// a last pass, NATS drains, MongoDB disconnects, telemetry flushes.
 func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg, err := load(env)
 	if err != nil {
 		return err
 	}
-	p, err := process.Start(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	stopTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer shutdown.Do(log, "telemetry", stopTelemetry)
+
+	db, err := mongox.Connect(cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	log := p.Log
-	store := mongostore.New(p.Mongo.Database(cfg.database), log)
+	defer shutdown.Do(log, "mongodb", db.Disconnect)
+	store := mongostore.New(db.Database(cfg.database), log)
 	if err := store.EnsureIndexes(ctx); err != nil {
-		return process.IndexError(err)
+		return mongox.IndexError(err)
 	}
 
-	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
+	bus, err := events.Open(ctx, cfg.natsURL, service, log)
+	if err != nil {
 		return err
 	}
+	defer bus.Close()
+
 	// A purge stores its event in the document's tombstone; once the relay
 	// has published it, the tombstone can go.
-	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log, outbox.RelayConfig{AfterPublish: func(ctx context.Context) error {
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, outbox.RelayConfig{AfterPublish: func(ctx context.Context) error {
 		_, err := store.Sweep(ctx)
 		return err
 	}}, store.Documents())
-	// Stopped at return, after the HTTP server's in-flight requests (and,
-	// deferred after p.Close, before NATS and MongoDB close).
 	stopRelay := relay.Start()
 	defer stopRelay()
+
 	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
 	svc := document.NewService(store, refs, log)
 	// Every document in memory, answering the reads; filled now, in the
@@ -130,18 +143,14 @@ func run(ctx context.Context) error {
 			log.WarnContext(ctx, "documents not loaded into memory yet; the first read loads them", "error", err)
 		}
 	}()
+
 	// Documents are served while NATS is down; the consumers start once it
-	// is up (their durable positions wait in the stream meanwhile).
-	stopConsumers := p.WhenNATS("consumers", func(ctx context.Context) (func(context.Context) error, error) {
-		return consumers.Start(ctx, p.JS, svc, log)
+	// is up (their durable positions wait in the stream meanwhile). They
+	// are stopped once the server is done (below), before the relay.
+	stopConsumers := bus.WhenReady("consumers", func(ctx context.Context) (func(context.Context) error, error) {
+		return consumers.Start(ctx, bus.JS, svc, log)
 	})
 
-	health := p.Health(nil)
-	engine := httpx.NewEngine(service, log)
-	// Before every route: /bo answers only requests the gateway signed.
-	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
-	health.Register(engine)
-	metrics.Register(engine) // on its own port, which no ingress routes to
 	stopReleasing := periodic.Start(ctx, log, "releasing stale holds", releaseEvery, func(ctx context.Context) error {
 		n, err := store.ReleaseStale(ctx)
 		if n > 0 {
@@ -165,11 +174,19 @@ func run(ctx context.Context) error {
 		})
 		defer stopPurging()
 	}
+
+	// Ready while MongoDB answers; NATS is reported, never required.
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
+		Report(map[string]httpx.Check{"nats": bus.Ready})
+	engine := httpx.NewEngine(service, log)
+	// Before every route: /bo answers only requests the gateway signed.
+	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	health.Register(engine)
+	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	// In-flight requests are done: stop taking events (the relay stops at
-	// return, with a last pass).
+	// In-flight requests are done: stop taking events.
 	shutdown.Do(log, "consumers", stopConsumers)
 	return err
 }

@@ -7,13 +7,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/httpx"
@@ -21,6 +19,7 @@ import (
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/periodic"
+	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
@@ -31,12 +30,14 @@ import (
 	"github.com/doclib/services/gateway/internal/route"
 )
 
+const service = "gateway"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
+		fmt.Fprintln(os.Stderr, service+":", err)
 		os.Exit(1)
 	}
 }
@@ -50,24 +51,26 @@ func main() {
 // 250 KiB each) and thousands of empty ones.
 var cacheLimits = microcache.Limits{MaxBody: 32 << 20, MaxTotal: 256 << 20, MaxQueryTotal: 64 << 20}
 
-func run(ctx context.Context) (err error) {
+// run wires the gateway top to bottom. It starts, in this order, the
+// logger, telemetry, the authentication (the OIDC issuer discovered in the
+// background), the proxies and the micro-cache, and the two listeners;
+// each defer stops what was started just above it, so at shutdown the
+// listeners let in-flight requests finish, the discovery's retries stop,
+// telemetry flushes.
+func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg := loadConfig(env)
-	log := logging.New(os.Stderr, "gateway", cfg.LogLevel)
 	if err := env.Err(); err != nil {
 		return err
 	}
-	log.Info("configuration", env.Attrs()...)
+	log := logging.New(os.Stderr, service, cfg.LogLevel)
+	log.Info("starting", env.Attrs()...)
 
-	shutdownTelemetry, err := telemetry.Setup(ctx, "gateway")
+	stopTelemetry, err := telemetry.Setup(ctx, service)
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err = errors.Join(err, shutdownTelemetry(sctx))
-	}()
+	defer shutdown.Do(log, "telemetry", stopTelemetry)
 
 	var verifiers []auth.Verifier
 	if len(cfg.BOTokens) > 0 {

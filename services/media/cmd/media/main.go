@@ -19,10 +19,13 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
-	"github.com/doclib/libs/process"
+	"github.com/doclib/libs/shutdown"
+	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/miniostore"
@@ -93,27 +96,37 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
-// run starts, in this order: the logger, telemetry and the MongoDB client
-// (process.Start, whose Close ends them last), the store's indexes, the
-// object storage (its bucket ensured in the background), the sweep, NATS
-// (connecting in the background), the outbox relay and the HTTP server. It
-// stops in the reverse order: the server lets in-flight requests finish,
-// then the relay (a last pass), the sweep, NATS, MongoDB and telemetry.
+// run wires the service top to bottom. It starts, in this order, the
+// logger, telemetry, the MongoDB client (the store's indexes are the first
+// call to reach it), the object storage (its bucket ensured in the
+// background), the sweep, NATS (connecting in the background), the outbox
+// relay and the HTTP server; each defer stops what was started just above
+// it, so at shutdown the server lets in-flight requests finish, the relay
+// makes a last pass, NATS drains, the sweep and the bucket's retries stop,
+// MongoDB disconnects, telemetry flushes.
 func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg, err := load(env)
 	if err != nil {
 		return err
 	}
-	p, err := process.Start(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	stopTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer shutdown.Do(log, "telemetry", stopTelemetry)
+
+	db, err := mongox.Connect(cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	log := p.Log
-	store := mongostore.New(p.Mongo.Database(cfg.database), log)
+	defer shutdown.Do(log, "mongodb", db.Disconnect)
+	store := mongostore.New(db.Database(cfg.database), log)
 	if err := store.EnsureIndexes(ctx); err != nil {
-		return process.IndexError(err)
+		return mongox.IndexError(err)
 	}
 
 	blobs, err := miniostore.New(cfg.s3)
@@ -140,19 +153,23 @@ func run(ctx context.Context) error {
 	stopSweep := periodic.Start(ctx, log, "sweep", sweepEvery, svc.Sweep)
 	defer stopSweep()
 
-	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
+	bus, err := events.Open(ctx, cfg.natsURL, service, log)
+	if err != nil {
 		return err
 	}
+	defer bus.Close()
+
 	// A deletion stores its event in the tombstone; the relay publishes it,
 	// then Sweep removes the object and the record.
-	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log,
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log,
 		outbox.RelayConfig{AfterPublish: svc.Sweep}, store.Collection())
-	// Stopped at return, after the HTTP server's in-flight requests (and,
-	// deferred after p.Close, before NATS and MongoDB close).
 	stopRelay := relay.Start()
 	defer stopRelay()
 
-	health := p.Health(map[string]httpx.Check{"s3": blobs.Ready})
+	// Ready while MongoDB answers; NATS and the object storage are
+	// reported, never required.
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
+		Report(map[string]httpx.Check{"nats": bus.Ready, "s3": blobs.Ready})
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
@@ -160,6 +177,5 @@ func run(ctx context.Context) error {
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, store, log, relay.Nudge).Register(engine)
 
-	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	return err
+	return httpx.Serve(ctx, log, cfg.server, engine, health)
 }

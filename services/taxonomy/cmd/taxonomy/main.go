@@ -16,9 +16,12 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
-	"github.com/doclib/libs/process"
+	"github.com/doclib/libs/shutdown"
+	"github.com/doclib/libs/telemetry"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/setting"
 	settingstore "github.com/doclib/services/taxonomy/internal/setting/mongostore"
@@ -68,51 +71,62 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
-// run starts, in this order: the logger, telemetry and the MongoDB client
-// (process.Start, whose Close ends them last), the store's indexes, NATS
-// (connecting in the background), the outbox relay and the HTTP server. It
-// stops in the reverse order: the server lets in-flight requests finish,
-// then the relay (a last pass), NATS, MongoDB and telemetry.
+// run wires the service top to bottom. It starts, in this order, the
+// logger, telemetry, the MongoDB client (the store's indexes are the first
+// call to reach it), NATS (connecting in the background), the outbox relay
+// and the HTTP server; each defer stops what was started just above it,
+// so at shutdown the server lets in-flight requests finish, the relay
+// makes a last pass, NATS drains, MongoDB disconnects, telemetry flushes.
 func run(ctx context.Context) error {
 	env := config.FromEnviron()
 	cfg, err := load(env)
 	if err != nil {
 		return err
 	}
-	p, err := process.Start(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	stopTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer shutdown.Do(log, "telemetry", stopTelemetry)
+
+	db, err := mongox.Connect(cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	log := p.Log
-	store := mongostore.New(p.Mongo.Database(cfg.database), log)
+	defer shutdown.Do(log, "mongodb", db.Disconnect)
+	store := mongostore.New(db.Database(cfg.database), log)
 	if err := store.EnsureIndexes(ctx); err != nil {
-		return process.IndexError(err)
+		return mongox.IndexError(err)
 	}
 
-	if err := p.OpenNATS(ctx, cfg.natsURL); err != nil {
+	bus, err := events.Open(ctx, cfg.natsURL, service, log)
+	if err != nil {
 		return err
 	}
+	defer bus.Close()
+
 	// Deletions store their events in the deleted records; the relay
 	// publishes them, then Sweep removes the finished tombstones.
 	categories, tags := store.Collections()
-	relay := outbox.NewRelay(events.NewPublisher(p.JS, log), log,
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log,
 		outbox.RelayConfig{AfterPublish: store.Sweep}, categories, tags)
-	// Stopped at return, after the HTTP server's in-flight requests (and,
-	// deferred after p.Close, before NATS and MongoDB close).
 	stopRelay := relay.Start()
 	defer stopRelay()
 
-	health := p.Health(nil)
+	// Ready while MongoDB answers; NATS is reported, never required.
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
+		Report(map[string]httpx.Check{"nats": bus.Ready})
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(tag.NewService(store), store, relay.Nudge).Register(engine)
-	settings := settingstore.New(p.Mongo.Database(cfg.database))
+	settings := settingstore.New(db.Database(cfg.database))
 	httpapi.NewSettings(setting.NewService(settings, cfg.moderatorEmail), settings).Register(engine)
 
-	err = httpx.Serve(ctx, log, cfg.server, engine, health)
-	return err
+	return httpx.Serve(ctx, log, cfg.server, engine, health)
 }
