@@ -172,7 +172,7 @@ func BenchmarkListingVsNginx(b *testing.B) {
 	for _, n := range cfg.sizes {
 		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
 			seed := listingSeeder.seedTo(b, n)
-			res := measureListingSize(b, st, nginxBin, wrkBin, cfg, n, listingSeeder.detailID)
+			res := measureListingSize(b, st, nginxBin, wrkBin, cfg, n, listingSeeder.detailID, listingSeeder.plainID)
 			res.seed = seed
 			rep.sizes = append(rep.sizes, res)
 			for _, t := range res.targets {
@@ -220,7 +220,8 @@ type listingSeeder struct {
 	pdfID    string
 	pngID    string
 	count    int
-	detailID string // a MARKDOWN document whose detail is measured
+	detailID string // a MARKDOWN document with tags, whose detail (with related documents) is measured
+	plainID  string // a MARKDOWN document without tags: its detail has no related documents
 	byType   map[string]int
 	retries  atomic.Int64
 }
@@ -274,8 +275,24 @@ func (s *listingSeeder) document(i int) (string, map[string]any) {
 		typ = "PDF"
 		body["fileId"] = s.pdfID
 	}
+	if i == listingPlainDocument { // no tag, so no related document (CONTRACT.md §9)
+		typ = "MARKDOWN"
+		body = map[string]any{"title": title, "tagsIds": []string{}, "type": typ,
+			"content": listingContent("# "+title+"\n\n", "Un paragraphe de texte. "), "sources": []string{"OMS"}, "imagesIds": []string{s.pngID}}
+	}
 	body["type"] = typ
 	return typ, body
+}
+
+// listingPlainDocument is the seeded document whose detail has no related
+// documents, measured beside one that has them (issue 14: related documents
+// cost the detail read nothing measurable).
+const listingPlainDocument = 1
+
+// hasTags says whether a seeded body names tags.
+func hasTags(body map[string]any) bool {
+	t, _ := body["tagsIds"].([]string)
+	return len(t) > 0
 }
 
 // listingContent is head then para repeated up to 2 KiB: the content the
@@ -308,7 +325,7 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 			b.Fatalf("seeding: %v", err)
 		}
 		s.byType[typ]++
-		if typ == "MARKDOWN" {
+		if typ == "MARKDOWN" && hasTags(body) {
 			s.detailID = id
 		}
 		first = 1
@@ -335,8 +352,11 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 				}
 				if err == nil {
 					s.byType[typ]++
-					if typ == "MARKDOWN" && s.detailID == "" {
+					if typ == "MARKDOWN" && hasTags(body) && s.detailID == "" {
 						s.detailID = id
+					}
+					if i == listingPlainDocument {
+						s.plainID = id
 					}
 				}
 				mu.Unlock()
@@ -619,25 +639,37 @@ type listingSizeResult struct {
 }
 
 // listingRoutes are the reads measured, each as nginx_<route>,
-// gateway_<route> and, for list and detail, catalog_<route> (the catalog on
+// gateway_<route> and, for list and the details, catalog_<route> (the catalog on
 // its own port).
-var listingRoutes = []string{"list", "list_gzip", "list_304", "detail", "categories", "sync", "sync_empty"}
+var listingRoutes = []string{"list", "list_gzip", "list_304", "detail", "detail_plain", "categories", "sync", "sync_empty"}
 
 // listingRoutePaths say what each route is, for the report.
 var listingRoutePaths = map[string]string{
 	"list": "`/public/documents`", "list_gzip": "`/public/documents`, gzip",
 	"list_304": "`/public/documents`, `If-None-Match` → 304", "detail": "`/public/documents/:id/detail`",
-	"categories": "`/public/tags-categories`",
-	"sync":       "`/public/sync`, first page", "sync_empty": "`/public/sync?cursor=`, nothing new (issue 14)",
+	"detail_plain": "`/public/documents/:id/detail`, no related documents",
+	"categories":   "`/public/tags-categories`",
+	"sync":         "`/public/sync`, first page", "sync_empty": "`/public/sync?cursor=`, nothing new (issue 14)",
 }
 
-func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg listingSettings, n int, detailID string) *listingSizeResult {
+func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg listingSettings, n int, detailID, plainID string) *listingSizeResult {
 	b.Helper()
 	detailPath := "/public/documents/" + detailID + "/detail"
+	plainPath := "/public/documents/" + plainID + "/detail"
+	plain := st.Req("GET", plainPath, nil, "Accept-Encoding", "identity")
 	list := st.Req("GET", "/public/documents", nil, "Accept-Encoding", "identity")
 	gz := st.Req("GET", "/public/documents", nil, "Accept-Encoding", "gzip")
 	detail := st.Req("GET", detailPath, nil, "Accept-Encoding", "identity")
 	cats := st.Req("GET", "/public/tags-categories", nil, "Accept-Encoding", "identity")
+	var related, noRelated struct {
+		RelatedDocuments []json.RawMessage `json:"relatedDocuments"`
+	}
+	detail.JSON(b, &related)
+	plain.JSON(b, &noRelated)
+	if len(related.RelatedDocuments) == 0 || len(noRelated.RelatedDocuments) != 0 {
+		b.Fatalf("the detail measured has %d related documents (want some), the plain one %d (want none)",
+			len(related.RelatedDocuments), len(noRelated.RelatedDocuments))
+	}
 	// Sync: the first page (up to 1,000 documents), and a sync that finds
 	// nothing new, from the cursor of an up-to-date one.
 	syncFirst := st.Req("GET", "/public/sync", nil, "Accept-Encoding", "identity")
@@ -659,7 +691,7 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 	// nginx serves the two sync answers under paths of their own (it
 	// would not tell them apart by the query).
 	ng := startListingNginx(b, nginxBin, map[string]nginxFile{
-		"/public/documents": {list.Body, gz.Body}, detailPath: {body: detail.Body}, "/public/tags-categories": {body: cats.Body},
+		"/public/documents": {list.Body, gz.Body}, detailPath: {body: detail.Body}, plainPath: {body: plain.Body}, "/public/tags-categories": {body: cats.Body},
 		"/sync/first": {body: syncFirst.Body}, "/sync/empty": {body: syncEmpty.Body},
 	})
 	// The same bytes from nginx as from the gateway, and nginx's ETag for
@@ -687,7 +719,7 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 	cat := st.ServiceURL("catalog")
 	gzipped := []string{"Accept-Encoding: gzip"}
 	res := &listingSizeResult{n: n, runs: map[string][]wrkRun{}, bytes: map[string]int{
-		"list": len(list.Body), "list_gzip": len(gz.Body), "list_304": 0, "detail": len(detail.Body), "categories": len(cats.Body),
+		"list": len(list.Body), "list_gzip": len(gz.Body), "list_304": 0, "detail": len(detail.Body), "detail_plain": len(plain.Body), "categories": len(cats.Body),
 		"sync": len(syncFirst.Body), "sync_empty": len(syncEmpty.Body)},
 		targets: []listingTarget{
 			{"nginx_list", ng + "/public/documents", nil},
@@ -700,6 +732,9 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 			{"nginx_detail", ng + detailPath, nil},
 			{"gateway_detail", st.URL + detailPath, nil},
 			{"catalog_detail", cat + detailPath, nil},
+			{"nginx_detail_plain", ng + plainPath, nil},
+			{"gateway_detail_plain", st.URL + plainPath, nil},
+			{"catalog_detail_plain", cat + plainPath, nil},
 			{"nginx_categories", ng + "/public/tags-categories", nil},
 			{"gateway_categories", st.URL + "/public/tags-categories", nil},
 			{"nginx_sync", ng + "/sync/first", nil},
@@ -916,6 +951,19 @@ func (rep *listingReport) markdown() string {
 		fmt.Fprintf(&w, "\n(Run with %d connections, not 64: not the target's conditions.)\n", c.conns)
 	}
 
+	fmt.Fprintf(&w, "\n## Related documents\n\n")
+	fmt.Fprintf(&w, "Issue 14: the detail with `relatedDocuments` (a MARKDOWN document with tags; its related documents are ranked when the catalog renders it) against the detail of a MARKDOWN document without tags, whose `relatedDocuments` is empty, in the same rounds; target: within 10 %% (req/s ratio ≥ 0.90).\n\n")
+	fmt.Fprintf(&w, "| docs | through | body with / without | req/s with ÷ without | target | p99 with ÷ without | result |\n| ---: | --- | --- | ---: | ---: | ---: | --- |\n")
+	for _, s := range rep.sizes {
+		for _, who := range []string{"gateway", "catalog"} {
+			rr, pr := s.ratios(who+"_detail", who+"_detail_plain")
+			verdict := "**FAIL**"
+			if rr >= 0.9 {
+				verdict = "**PASS**"
+			}
+			fmt.Fprintf(&w, "| %d | %s | %s / %s | %.2f | ≥ 0.90 | %.2f | %s |\n", s.n, who, listingBytes(s.bytes["detail"]), listingBytes(s.bytes["detail_plain"]), rr, pr, verdict)
+		}
+	}
 	fmt.Fprintf(&w, "\n## Catalog memory\n\n")
 	fmt.Fprintf(&w, "%s\n", rep.rss.markdown())
 	fmt.Fprintf(&w, "\n## Seeding\n\n")
