@@ -54,7 +54,7 @@ type Library struct {
 	pageSize int              // of a sync page: PageSize, smaller in tests
 	now      func() time.Time // time.Now; tests step it
 
-	// checks counts the looks at the counter begun, under mu: a call that
+	// checks counts the looks at the counter begun, under lookMu: a call that
 	// finds a snapshot checked by a look numbered above the count it saw
 	// on arrival needs no look of its own. A count, not a time, so that a
 	// wall clock stepped back never passes for a look to come.
@@ -62,7 +62,27 @@ type Library struct {
 
 	cur atomic.Pointer[Snapshot]
 	mu  sync.Mutex // one refresh or change at a time
+
+	lookMu  sync.Mutex
+	looking *look // the look under way, if any (under lookMu)
 }
+
+// look is one look at the store's counter, and the refresh it leads to,
+// shared by the calls that arrive while it runs. It runs to its end (or
+// refreshBudget) whatever becomes of the call that began it: cut at a
+// request's budget, a refresh that reads more than one request's worth of
+// changes (a replica starting cold, or behind after a burst of writes on a
+// slow database) would lose what it read, and every request after it would
+// begin again and be cut again: the replica would never catch up.
+type look struct {
+	n    uint64 // its number: checks after it began
+	done chan struct{}
+	s    *Snapshot // once done
+	err  error
+}
+
+// refreshBudget bounds one look at the store, however many calls wait.
+const refreshBudget = time.Minute
 
 // New returns an empty Library that fills itself on its first Get. tags
 // gives the tag categories (sync and the related documents' order).
@@ -85,17 +105,55 @@ func (l *Library) Get(ctx context.Context, maxLag time.Duration) (*Snapshot, err
 	if c := s.checked.Load(); c != nil && maxLag > 0 && asked.Sub(c.at) < maxLag {
 		return s, nil
 	}
-	if !l.mu.TryLock() {
-		if s.loaded() && maxLag > 0 {
-			return s, nil
+	for {
+		l.lookMu.Lock()
+		if s = l.cur.Load(); s.loaded() && s.checked.Load().n > seen {
+			l.lookMu.Unlock()
+			return s, nil // refreshed by a look begun after this call
 		}
-		l.mu.Lock()
+		lk := l.looking
+		if lk == nil {
+			lk = l.begin(ctx)
+		} else if s.loaded() && maxLag > 0 {
+			l.lookMu.Unlock()
+			return s, nil // a look is under way: the snapshot held will do
+		}
+		l.lookMu.Unlock()
+		select {
+		case <-lk.done:
+		case <-ctx.Done():
+			return nil, ctx.Err() // the look goes on for the calls after this one
+		}
+		if lk.n > seen {
+			return lk.s, lk.err
+		}
+		// That look began before this call: one of its own next.
 	}
+}
+
+// begin starts a look at the store, under lookMu. Its context keeps the
+// caller's values (its trace) but not its end.
+func (l *Library) begin(ctx context.Context) *look {
+	lk := &look{n: l.checks.Add(1), done: make(chan struct{})}
+	l.looking = lk
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshBudget)
+		defer cancel()
+		lk.s, lk.err = l.lookAt(ctx, &check{n: lk.n, at: l.now()})
+		l.lookMu.Lock()
+		l.looking = nil
+		l.lookMu.Unlock()
+		close(lk.done)
+	}()
+	return lk
+}
+
+// lookAt looks at the store's counter and reads the changes since the
+// snapshot held if it moved.
+func (l *Library) lookAt(ctx context.Context, begun *check) (*Snapshot, error) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s = l.cur.Load(); s.loaded() && s.checked.Load().n > seen {
-		return s, nil // refreshed by a check begun after this call
-	}
-	begun := &check{n: l.checks.Add(1), at: l.now()}
+	s := l.cur.Load()
 	c, err := l.src.Counter(ctx)
 	if err != nil {
 		return nil, err

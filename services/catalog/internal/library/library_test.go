@@ -581,3 +581,55 @@ func TestTheFirstSyncIsShared(t *testing.T) {
 		t.Errorf("after a write, the first sync is %q with %d documents, as before it", c.Shared, len(c.Documents))
 	}
 }
+
+// slowChanges is the store with a read of the changes that waits until
+// release is closed.
+type slowChanges struct {
+	*mongostore.Store
+	release chan struct{}
+	reads   atomic.Int32
+}
+
+func (s *slowChanges) Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error) {
+	s.reads.Add(1)
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.Changes(ctx, afterSeq, afterID, limit)
+}
+
+// A look at the store outlives the read that began it: a refresh longer
+// than a request's budget (a replica starting cold, or far behind, on a
+// slow database) was cut with its request, and every request after it
+// began it again from nothing and was cut again, so the replica never
+// caught up (seen at 10,000 documents on the development database: every
+// catalog read 503 for minutes). The request still ends at its budget.
+func TestALookOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	store, w, _, d := oneDocument(t)
+	src := &slowChanges{Store: store, release: make(chan struct{})}
+	l := replica(src, w)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.Get(ctx, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	close(src.release)
+	deadline := time.Now().Add(10 * time.Second)
+	for !l.Current().loaded() {
+		if time.Now().After(deadline) {
+			t.Fatal("the look begun by a read that gave up never finished")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s, err := l.Get(context.Background(), time.Hour)
+	testkit.Must(t, err, "Get")
+	if _, ok := s.Doc(d.ID); !ok {
+		t.Error("the snapshot the look read lacks the document")
+	}
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("the changes were read %d times, want once: a later read began again", n)
+	}
+}
