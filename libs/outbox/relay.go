@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 )
 
@@ -43,6 +44,16 @@ type RelayConfig struct {
 	// 1s): during a burst of deletions the sweep's reads and deletes would
 	// otherwise follow every pass and compete with the publishing.
 	AfterEvery time.Duration
+}
+
+// LoadRelayConfig reads the relay's setting from the environment:
+// OUTBOX_POLL_INTERVAL, how often a relay looks for entries when no write
+// of its own replica nudged it (entries left by a replica that crashed
+// before publishing; the default, 1 s, keeps their events within about a
+// second). On MongoDB a look is one index probe; on the development
+// database it reads the whole collection (bench/results/database.md).
+func LoadRelayConfig(env *config.Env) RelayConfig {
+	return RelayConfig{Interval: env.Duration("OUTBOX_POLL_INTERVAL", time.Second)}
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {

@@ -64,6 +64,7 @@ type settings struct {
 	// trashRetention: documents deleted longer ago are purged; 0 keeps
 	// them forever.
 	trashRetention time.Duration
+	relay          outbox.RelayConfig
 }
 
 func load(env *config.Env) (settings, error) {
@@ -81,6 +82,7 @@ func load(env *config.Env) (settings, error) {
 		mediaURL:    env.URL("MEDIA_URL", ""),
 		// CONTRACT.md §8: 30 days unless configured.
 		trashRetention: env.Duration("TRASH_RETENTION", 30*24*time.Hour),
+		relay:          outbox.LoadRelayConfig(env),
 	}
 	return s, env.Err()
 }
@@ -126,10 +128,11 @@ func run(ctx context.Context) error {
 
 	// A purge stores its event in the document's tombstone; once the relay
 	// has published it, the tombstone can go.
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, outbox.RelayConfig{AfterPublish: func(ctx context.Context) error {
+	cfg.relay.AfterPublish = func(ctx context.Context) error {
 		_, err := store.Sweep(ctx)
 		return err
-	}}, store.Documents())
+	}
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, store.Documents())
 	stopRelay := relay.Start()
 	defer stopRelay()
 

@@ -43,8 +43,13 @@ type Source interface {
 	Present(ctx context.Context, ids []string) ([]string, error)
 }
 
-// pageSize is how many documents one read of the changes asks for.
-const pageSize = 1000
+// pageSize is how many documents one read of the changes asks for: the
+// whole library at the size it is designed for, so that a replica starting
+// cold reads it in one query (on MongoDB, one index range streamed in
+// batches; on the development database every such query reads the whole
+// collection, and ten of them at 10,000 documents took longer than a look
+// may: bench/results/database.md).
+const pageSize = 10000
 
 // Library is one replica's copy of the catalog.
 type Library struct {

@@ -62,6 +62,7 @@ type settings struct {
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
 	s3          miniostore.Config
 	media       media.Config
+	relay       outbox.RelayConfig
 }
 
 func load(env *config.Env) (settings, error) {
@@ -89,6 +90,7 @@ func load(env *config.Env) (settings, error) {
 			MaxSize:      env.Int("MEDIA_MAX_UPLOAD_SIZE", media.DefaultMaxSize, 1, math.MaxInt64-(1<<30)),
 			AllowedTypes: env.List("MEDIA_ALLOWED_TYPES", media.DefaultAllowedTypes),
 		},
+		relay: outbox.LoadRelayConfig(env),
 	}
 	if strings.Contains(s.s3.Endpoint, "://") || strings.Contains(s.s3.Endpoint, "/") {
 		env.Check("S3_ENDPOINT", errors.New("must be host:port, without a scheme or a path (TLS is S3_USE_TLS)"))
@@ -161,8 +163,8 @@ func run(ctx context.Context) error {
 
 	// A deletion stores its event in the tombstone; the relay publishes it,
 	// then Sweep removes the object and the record.
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log,
-		outbox.RelayConfig{AfterPublish: svc.Sweep}, store.Collection())
+	cfg.relay.AfterPublish = svc.Sweep
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, store.Collection())
 	stopRelay := relay.Start()
 	defer stopRelay()
 

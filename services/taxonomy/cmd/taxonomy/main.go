@@ -49,6 +49,7 @@ type settings struct {
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
 	// moderatorEmail is the public settings' address until an editor sets one.
 	moderatorEmail string
+	relay          outbox.RelayConfig
 }
 
 func load(env *config.Env) (settings, error) {
@@ -62,6 +63,7 @@ func load(env *config.Env) (settings, error) {
 		natsURL:        env.Required("NATS_URL"),
 		identityKey:    proof.LoadKey(env),
 		moderatorEmail: env.Required("MODERATOR_EMAIL"),
+		relay:          outbox.LoadRelayConfig(env),
 	}
 	if s.moderatorEmail != "" {
 		if why := setting.CheckEmail(s.moderatorEmail); why != "" {
@@ -111,8 +113,8 @@ func run(ctx context.Context) error {
 	// Deletions store their events in the deleted records; the relay
 	// publishes them, then Sweep removes the finished tombstones.
 	categories, tags := store.Collections()
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log,
-		outbox.RelayConfig{AfterPublish: store.Sweep}, categories, tags)
+	cfg.relay.AfterPublish = store.Sweep
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, categories, tags)
 	stopRelay := relay.Start()
 	defer stopRelay()
 
