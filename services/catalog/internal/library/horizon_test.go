@@ -103,3 +103,41 @@ func TestAnIdleReplicaDropsADocumentPurgedMeanwhile(t *testing.T) {
 		t.Errorf("the replica still serves the document purged while it was idle (listing: %d)", len(s.Listing(false)))
 	}
 }
+
+// A sweep that stopped after raising the horizon and before moving the
+// counter (its MongoDB went away between the two writes, or the process
+// was killed) is finished by the next one, which moves the counter too:
+// otherwise a replica that looked at the store before kept the old
+// horizon until the next write, and refused (400, the client starting its
+// first sync again) every cursor of a replica that had read the new one.
+func TestASweepResumedAfterRaisingTheHorizonMovesTheCounter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc, d := oneDocument(t)
+	_, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "Kept", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	purge(t, store, svc, d.ID)
+	stale := replica(store, w)
+	s, err := stale.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	tomb, ok := s.docs[d.ID]
+	if !ok || !tomb.Purged() {
+		t.Fatalf("the replica does not hold the purged document's tombstone")
+	}
+	// The sweep's first write, alone.
+	_, err = store.Documents().Database().Collection("meta").UpdateOne(ctx,
+		map[string]any{"_id": "horizon"}, map[string]any{"$set": map[string]any{"n": tomb.DeletedSeq}})
+	testkit.Must(t, err, "raise the horizon")
+	if n, err := store.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v", n, err)
+	}
+
+	first, err := replica(store, w).Sync(ctx, "", 0)
+	testkit.Must(t, err, "a first sync from a replica started after the sweep")
+	if _, err := stale.Sync(ctx, first.Next.String(), 0); err != nil {
+		t.Errorf("its cursor at a replica that looked at the store before the sweep: %v, want a page", err)
+	}
+	if s, err := stale.Get(ctx, 0); err != nil || s.docs[d.ID] != nil {
+		t.Errorf("that replica still holds the document swept for good (%v)", err)
+	}
+}

@@ -413,16 +413,17 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	for i, d := range stubs {
 		ids[i], horizon = d.ID, max(horizon, d.DeletedSq)
 	}
-	raised, err := s.meta.UpdateOne(ctx, bson.M{"_id": horizonID, "n": bson.M{"$lt": horizon}}, bson.M{"$set": bson.M{"n": horizon}})
-	if err != nil {
+	if _, err := s.meta.UpdateOne(ctx, bson.M{"_id": horizonID, "n": bson.M{"$lt": horizon}}, bson.M{"$set": bson.M{"n": horizon}}); err != nil {
 		return 0, err
 	}
-	if raised.ModifiedCount > 0 {
-		// A number of the counter that names no document: replicas, which
-		// look again when the counter moves, read the new horizon.
-		if _, err := s.next(ctx); err != nil {
-			return 0, err
-		}
+	// A number of the counter that names no document: replicas, which look
+	// again when the counter moves, read the new horizon. Moved even when
+	// the horizon was already as high: a sweep that raised it and stopped
+	// before this step (MongoDB gone between the two writes, a killed
+	// process) left replicas on the old one until the next write, refusing
+	// the cursors of replicas that had read the new one.
+	if _, err := s.next(ctx); err != nil {
+		return 0, err
 	}
 	published["_id"] = bson.M{"$in": ids}
 	res, err := s.docs.DeleteMany(ctx, published)
