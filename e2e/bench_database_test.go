@@ -48,7 +48,8 @@ var dbOps = []dbOp{
 	{"update `{_id, deletedAt: {$exists: false}}`", "taxonomy: the tombstone; relay: removing a published entry; catalog: PUT, DELETE", func(ctx context.Context, c *mongo.Collection, oid bson.ObjectID, _ string, i int) error {
 		_, err := c.UpdateOne(ctx, bson.M{"_id": oid, "deletedAt": bson.M{"$exists": false}}, bson.M{"$set": bson.M{"n": i}})
 		return err
-	}},	// Range filters, which FerretDB v1 hands to no SQL (not an issue-11
+	}},
+	// Range filters, which FerretDB v1 hands to no SQL (not an issue-11
 	// target: measured to show what they cost on the development database).
 	{"find `{outboxCount: {$gt: 0}}`", "every outbox relay's poll, every second (none match here)", func(ctx context.Context, c *mongo.Collection, _ bson.ObjectID, _ string, _ int) error {
 		cur, err := c.Find(ctx, bson.M{"outboxCount": bson.M{"$gt": 0}}, options.Find().SetLimit(100))

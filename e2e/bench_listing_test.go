@@ -12,11 +12,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -438,6 +440,50 @@ func (s *listingSeeder) create(body map[string]any) (string, error) {
 // clients that accept gzip (gzip_static, the precompressed file beside it).
 type nginxFile struct{ body, gz []byte }
 
+// startGoFloor serves files from memory with nothing but net/http (no
+// router, no middleware, no cache lookup): what any Go server can do on
+// this core, the floor of the gateway's cost against nginx. It answers
+// If-None-Match with its own ETag, and gzip as nginx's gzip_static does.
+func startGoFloor(b *testing.B, files map[string]nginxFile) (base string, etags map[string]string) {
+	b.Helper()
+	etags = map[string]string{}
+	for path, f := range files {
+		sum := sha256.Sum256(f.body)
+		etags[path] = fmt.Sprintf(`"%x"`, sum[:8])
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		h["Content-Type"] = []string{"application/json"}
+		h["Etag"] = []string{etags[r.URL.Path]}
+		if f.gz != nil {
+			h["Vary"] = []string{"Accept-Encoding"}
+		}
+		if r.Header.Get("If-None-Match") == etags[r.URL.Path] {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		body := f.body
+		if f.gz != nil && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			h["Content-Encoding"] = []string{"gzip"}
+			body = f.gz
+		}
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+		_, _ = w.Write(body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String(), etags
+}
+
 // startListingNginx serves files (URL path → content) from a temporary directory
 // with an nginx of its own on a free loopback port, and returns its base URL.
 func startListingNginx(b *testing.B, bin string, files map[string]nginxFile) string {
@@ -695,10 +741,12 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 	}
 	// nginx serves the two sync answers under paths of their own (it
 	// would not tell them apart by the query).
-	ng := startListingNginx(b, nginxBin, map[string]nginxFile{
+	files := map[string]nginxFile{
 		"/public/documents": {list.Body, gz.Body}, detailPath: {body: detail.Body}, plainPath: {body: plain.Body}, "/public/tags-categories": {body: cats.Body},
 		"/sync/first": {body: syncFirst.Body}, "/sync/empty": {body: syncEmpty.Body},
-	})
+	}
+	ng := startListingNginx(b, nginxBin, files)
+	floor, floorETags := startGoFloor(b, files)
 	// The same bytes from nginx as from the gateway, and nginx's ETag for
 	// its 304s.
 	var nginxETag string
@@ -730,13 +778,17 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 			{"nginx_list", ng + "/public/documents", nil},
 			{"gateway_list", st.URL + "/public/documents", nil},
 			{"catalog_list", cat + "/public/documents", nil},
+			{"go_list", floor + "/public/documents", nil},
 			{"nginx_list_gzip", ng + "/public/documents", gzipped},
+			{"go_list_gzip", floor + "/public/documents", gzipped},
 			{"gateway_list_gzip", st.URL + "/public/documents", gzipped},
 			{"nginx_list_304", ng + "/public/documents", []string{"If-None-Match: " + nginxETag}},
 			{"gateway_list_304", st.URL + "/public/documents", []string{"If-None-Match: " + list.Header.Get("ETag")}},
+			{"go_list_304", floor + "/public/documents", []string{"If-None-Match: " + floorETags["/public/documents"]}},
 			{"nginx_detail", ng + detailPath, nil},
 			{"gateway_detail", st.URL + detailPath, nil},
 			{"catalog_detail", cat + detailPath, nil},
+			{"go_detail", floor + detailPath, nil},
 			{"nginx_detail_plain", ng + plainPath, nil},
 			{"gateway_detail_plain", st.URL + plainPath, nil},
 			{"catalog_detail_plain", cat + plainPath, nil},
@@ -908,14 +960,14 @@ func (rep *listingReport) markdown() string {
 	} else {
 		fmt.Fprintf(&w, "- CPUs: shared by wrk and every server (not pinned).\n")
 	}
-	fmt.Fprintf(&w, "- nginx serves the very bytes the gateway answered (the listing, also gzipped with `gzip_static`; one MARKDOWN document's detail; the tag categories) as static files, and answers `If-None-Match` with its own ETag; `catalog` is the catalog service hit directly on its own port, without the gateway. wrk sends `Accept-Encoding: gzip` on the gzip targets and `If-None-Match` on the 304 ones.\n\n")
+	fmt.Fprintf(&w, "- nginx serves the very bytes the gateway answered (the listing, also gzipped with `gzip_static`; one MARKDOWN document's detail; the tag categories) as static files, and answers `If-None-Match` with its own ETag; `catalog` is the catalog service hit directly on its own port, without the gateway; `go` is bare Go `net/http` in the benchmark's process serving the same bytes from memory (no router, no middleware; its own ETag; gzip as `gzip_static`), on the same core. wrk sends `Accept-Encoding: gzip` on the gzip targets and `If-None-Match` on the 304 ones.\n\n")
 
 	fmt.Fprintf(&w, "## Figures\n\n")
 	fmt.Fprintf(&w, "| docs | route | target | body | req/s | p50 | p99 | req/s ÷ nginx | p99 ÷ nginx |\n")
 	fmt.Fprintf(&w, "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range rep.sizes {
 		for _, route := range listingRoutes {
-			for _, who := range []string{"nginx", "gateway", "catalog"} {
+			for _, who := range []string{"nginx", "gateway", "catalog", "go"} {
 				name := who + "_" + route
 				if len(s.runs[name]) == 0 {
 					continue
@@ -934,7 +986,8 @@ func (rep *listingReport) markdown() string {
 
 	fmt.Fprintf(&w, "\n## Targets\n\n")
 	fmt.Fprintf(&w, "Through the gateway, against nginx in the same run, at %d connections (issue 12).\n\n", c.conns)
-	fmt.Fprintf(&w, "| docs | route | req/s ÷ nginx | target | p99 ÷ nginx | target | result |\n| ---: | --- | ---: | ---: | ---: | ---: | --- |\n")
+	fmt.Fprintf(&w, "The last column is bare Go `net/http` serving the same bytes from memory (no router, no middleware) against nginx in the same rounds: the floor of any Go server on this core.\n\n")
+	fmt.Fprintf(&w, "| docs | route | req/s ÷ nginx | target | p99 ÷ nginx | target | result | bare Go req/s ÷ nginx |\n| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |\n")
 	for _, n := range listingTargetSizes {
 		var s *listingSizeResult
 		for _, x := range rep.sizes {
@@ -943,7 +996,7 @@ func (rep *listingReport) markdown() string {
 			}
 		}
 		if s == nil {
-			fmt.Fprintf(&w, "| %d | not measured in this run | | | | | |\n", n)
+			fmt.Fprintf(&w, "| %d | not measured in this run | | | | | | |\n", n)
 			continue
 		}
 		for _, cr := range listingCriteria {
@@ -957,7 +1010,12 @@ func (rep *listingReport) markdown() string {
 			if ok {
 				verdict = "**PASS**"
 			}
-			fmt.Fprintf(&w, "| %d | %s | %.2f | ≥ %.2f | %.2f | %s | %s |\n", n, listingRoutePaths[cr.route], rr, cr.rps, pr, p99Target, verdict)
+			floor := "—"
+			if len(s.runs["go_"+cr.route]) > 0 {
+				fr, _ := s.ratios("go_"+cr.route, "nginx_"+cr.route)
+				floor = fmt.Sprintf("%.2f", fr)
+			}
+			fmt.Fprintf(&w, "| %d | %s | %.2f | ≥ %.2f | %.2f | %s | %s | %s |\n", n, listingRoutePaths[cr.route], rr, cr.rps, pr, p99Target, verdict, floor)
 		}
 	}
 	if c.conns != 64 {
