@@ -380,7 +380,7 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 	// development database can take longer than one request's budget (503).
 	var all []json.RawMessage
 	Eventually(b, 3*time.Minute, "the back-office listing answers", func() bool {
-		r := s.st.Req("GET", "/bo/documents", nil)
+		r := s.st.BO("GET", "/bo/documents", nil)
 		return r.Status == 200 && json.Unmarshal(r.Body, &all) == nil
 	})
 	if len(all) != n {
