@@ -151,7 +151,7 @@ func run(ctx context.Context) error {
 	// is up (their durable positions wait in the stream meanwhile). They
 	// are stopped once the server is done (below), before the relay.
 	stopConsumers := bus.WhenReady("consumers", func(ctx context.Context) (func(context.Context) error, error) {
-		return consumers.Start(ctx, bus.JS, svc, log)
+		return consumers.Start(ctx, bus.JS, svc, lib.Put, log)
 	})
 
 	stopReleasing := periodic.Start(ctx, log, "releasing stale holds", releaseEvery, func(ctx context.Context) error {

@@ -1,7 +1,10 @@
 // Package consumers decodes the other contexts' deletion events and hands
 // them to document.Service, which applies them (document/refs.go says
 // how). Every handler is idempotent, so a redelivered event changes
-// nothing more.
+// nothing more. What a handler changed is handed to written (the replica's
+// in-memory library), as the HTTP handlers do with their writes, so the
+// public side of this replica shows it at once rather than at its next
+// look at the store.
 package consumers
 
 import (
@@ -18,9 +21,10 @@ import (
 	"github.com/doclib/services/catalog/internal/document"
 )
 
-// Start runs the catalog's three durable consumers until Stop.
-func Start(ctx context.Context, js jetstream.JetStream, svc *document.Service, log *slog.Logger) (stop func(context.Context) error, err error) {
-	h := handlers{svc: svc, log: log}
+// Start runs the catalog's three durable consumers until Stop. written
+// receives the documents each event changed, once they are stored.
+func Start(ctx context.Context, js jetstream.JetStream, svc *document.Service, written func(...document.Document), log *slog.Logger) (stop func(context.Context) error, err error) {
+	h := handlers{svc: svc, written: written, log: log}
 	specs := []struct {
 		cfg events.ConsumerConfig
 		fn  events.Handler
@@ -71,8 +75,9 @@ func transient(err error) error {
 }
 
 type handlers struct {
-	svc *document.Service
-	log *slog.Logger
+	svc     *document.Service
+	written func(...document.Document)
+	log     *slog.Logger
 }
 
 // decode reads e's data into v; data that does not decode, or lacks the id
@@ -92,9 +97,10 @@ func (h handlers) tagDeleted(ctx context.Context, e events.Envelope) error {
 	if err := decode(e, &d, func() string { return d.TagID }); err != nil {
 		return err
 	}
-	n, err := h.svc.TagsDeleted(ctx, []string{d.TagID})
+	changed, err := h.svc.TagsDeleted(ctx, []string{d.TagID})
+	h.written(changed...) // stored, even when others failed
 	if err == nil {
-		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", d.TagID, "documents", n)
+		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", d.TagID, "documents", len(changed))
 	}
 	return err
 }
@@ -111,13 +117,14 @@ func (h handlers) tagsDeleted(ctx context.Context, es []events.Envelope) error {
 		}
 		ids = append(ids, d.TagID)
 	}
-	n, err := h.svc.TagsDeleted(ctx, ids)
+	changed, err := h.svc.TagsDeleted(ctx, ids)
+	h.written(changed...)
 	if err != nil {
 		return err
 	}
 	for i, e := range es {
 		h.log.InfoContext(ctx, "event applied: tag removed from documents", "event_id", e.ID, "tag_id", ids[i],
-			"batch", len(es), "documents_in_batch", n)
+			"batch", len(es), "documents_in_batch", len(changed))
 	}
 	return nil
 }
@@ -132,9 +139,10 @@ func (h handlers) categoriesDeleted(ctx context.Context, es []events.Envelope) e
 		}
 		ids = append(ids, d.TagsIDs...)
 	}
-	n, err := h.svc.TagsDeleted(ctx, ids)
+	changed, err := h.svc.TagsDeleted(ctx, ids)
+	h.written(changed...)
 	if err == nil {
-		h.log.InfoContext(ctx, "events applied: categories' tags removed from documents", "events", len(es), "documents", n)
+		h.log.InfoContext(ctx, "events applied: categories' tags removed from documents", "events", len(es), "documents", len(changed))
 	}
 	return err
 }
@@ -146,9 +154,10 @@ func (h handlers) categoryDeleted(ctx context.Context, e events.Envelope) error 
 	}
 	// Each tag also has its own event; removing them here too makes the
 	// category event enough on its own, and is harmless twice.
-	n, err := h.svc.TagsDeleted(ctx, d.TagsIDs)
+	changed, err := h.svc.TagsDeleted(ctx, d.TagsIDs)
+	h.written(changed...)
 	if err == nil {
-		h.log.InfoContext(ctx, "event applied: category's tags removed from documents", "event_id", e.ID, "category_id", d.CategoryID, "documents", n)
+		h.log.InfoContext(ctx, "event applied: category's tags removed from documents", "event_id", e.ID, "category_id", d.CategoryID, "documents", len(changed))
 	}
 	return err
 }
@@ -158,7 +167,8 @@ func (h handlers) mediaDeleted(ctx context.Context, e events.Envelope) error {
 	if err := decode(e, &d, func() string { return d.MediaID }); err != nil {
 		return err
 	}
-	n, live, err := h.svc.MediaDeleted(ctx, d.MediaID)
+	changed, live, err := h.svc.MediaDeleted(ctx, d.MediaID)
+	h.written(changed...)
 	if err != nil {
 		return err
 	}
@@ -166,6 +176,6 @@ func (h handlers) mediaDeleted(ctx context.Context, e events.Envelope) error {
 		h.log.WarnContext(ctx, "documents that are not deleted used a deleted media; the reference was dropped",
 			"event_id", e.ID, "media_id", d.MediaID, "documents", live)
 	}
-	h.log.InfoContext(ctx, "event applied: media references dropped", "event_id", e.ID, "media_id", d.MediaID, "documents", n)
+	h.log.InfoContext(ctx, "event applied: media references dropped", "event_id", e.ID, "media_id", d.MediaID, "documents", len(changed))
 	return nil
 }

@@ -145,47 +145,47 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
 }
 
 // TagsDeleted applies the deletion of tags (their events) to every
-// document, deleted ones included, and returns how many changed. Taxonomy
-// is asked whether an id was created anew since (refs.go).
-func (s *Service) TagsDeleted(ctx context.Context, ids []string) (int, error) {
+// document, deleted ones included, and returns the documents it changed.
+// Taxonomy is asked whether an id was created anew since (refs.go).
+func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, error) {
 	if len(ids) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	live, err := s.refs.Tags(ctx, ids)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for id, since := range live {
 		if since.IsZero() {
 			// A taxonomy older than this catalog: wait for its upgrade
 			// rather than guess which documents named the old tag.
-			return 0, &UnavailableError{Service: "taxonomy service", Err: fmt.Errorf("it did not say when tag %s was created", id)}
+			return nil, &UnavailableError{Service: "taxonomy service", Err: fmt.Errorf("it did not say when tag %s was created", id)}
 		}
 		s.log.InfoContext(ctx, "tag id created anew since its deletion: only documents not checked against the new tag lose it",
 			"tag_id", id, "created_at", since)
 	}
 	naming, err := s.store.Naming(ctx, Refs{Tags: ids})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	changed, err := s.store.UpdateEach(ctx, naming, func(d *Document) error {
+	return s.store.UpdateEach(ctx, naming, func(d *Document) error {
 		if !dropDeletedTags(d, ids, live) {
 			return ErrUnchanged
 		}
 		return nil
 	})
-	return len(changed), err
 }
 
 // MediaDeleted applies the deletion of a media (its event): documents that
-// still name it drop it. It returns how many changed and, of those, the
-// live ones, which should not have been possible (refs.go).
-func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (n int, live []string, err error) {
+// still name it drop it. It returns the documents it changed and, of
+// those, the ids of the live ones, which should not have been possible
+// (refs.go).
+func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (changed []Document, live []string, err error) {
 	naming, err := s.store.Naming(ctx, Refs{Media: []string{mediaID}})
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
-	changed, err := s.store.UpdateEach(ctx, naming, func(d *Document) error {
+	changed, err = s.store.UpdateEach(ctx, naming, func(d *Document) error {
 		if !dropMedia(d, []string{mediaID}) {
 			return ErrUnchanged
 		}
@@ -196,7 +196,7 @@ func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (n int, live
 			live = append(live, d.ID)
 		}
 	}
-	return len(changed), live, err
+	return changed, live, err
 }
 
 // PurgeTrash purges the documents deleted before the given time: they are

@@ -156,10 +156,10 @@ func TestTagsDeleted(t *testing.T) {
 	w.Untag("b")
 
 	for i := range 2 { // twice: idempotent
-		n, err := svc.TagsDeleted(ctx, []string{"a", "b"})
+		changed, err := svc.TagsDeleted(ctx, []string{"a", "b"})
 		testkit.Must(t, err, "TagsDeleted")
-		if want := []int{2, 0}[i]; n != want {
-			t.Errorf("TagsDeleted #%d changed %d documents, want %d", i+1, n, want)
+		if want := []int{2, 0}[i]; len(changed) != want {
+			t.Errorf("TagsDeleted #%d changed %d documents, want %d", i+1, len(changed), want)
 		}
 	}
 	for _, c := range []struct {
@@ -186,10 +186,10 @@ func TestMediaDeleted(t *testing.T) {
 	_, _, err = svc.Delete(ctx, p.ID)
 	testkit.Must(t, err, "Delete")
 	for _, id := range []string{"pdf", "png"} {
-		n, liveUsers, err := svc.MediaDeleted(ctx, id)
+		changed, liveUsers, err := svc.MediaDeleted(ctx, id)
 		testkit.Must(t, err, "MediaDeleted")
-		if n != 1 || (id == "png") != (strings.Join(liveUsers, ",") == live.ID) {
-			t.Errorf("MediaDeleted(%s) = %d, live %v", id, n, liveUsers)
+		if len(changed) != 1 || (id == "png") != (strings.Join(liveUsers, ",") == live.ID) {
+			t.Errorf("MediaDeleted(%s) changed %d, live %v", id, len(changed), liveUsers)
 		}
 	}
 	a, _ := store.Get(ctx, live.ID)
@@ -197,8 +197,8 @@ func TestMediaDeleted(t *testing.T) {
 	if len(a.ImagesIDs) != 0 || b.File != nil {
 		t.Errorf("after the media deletions: images %v, file %v", a.ImagesIDs, b.File)
 	}
-	if n, _, _ := svc.MediaDeleted(ctx, "png"); n != 0 {
-		t.Errorf("MediaDeleted again changed %d", n)
+	if changed, _, _ := svc.MediaDeleted(ctx, "png"); len(changed) != 0 {
+		t.Errorf("MediaDeleted again changed %d", len(changed))
 	}
 }
 

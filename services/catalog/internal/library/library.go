@@ -6,11 +6,12 @@
 // no database round trip, only, at most every maxLag, one look at the
 // sequence's counter.
 //
-// Freshness: a write through this replica is in its memory at once (Put).
-// A read asks for the library as fresh as maxLag: a back-office read asks
-// for 0 (the counter is looked at after the request arrived, so an author
-// sees their own write through any replica), a public read for 100 ms,
-// served from the current snapshot while one request refreshes it.
+// Freshness: a write through this replica, or by its event consumers, is
+// in its memory at once (Put). A read asks for the library as fresh as
+// maxLag: a back-office read asks for 0 (the counter is looked at after
+// the request arrived, so an author sees their own write through any
+// replica), a public read for 100 ms, served from the current snapshot
+// while one request refreshes it.
 package library
 
 import (
@@ -285,16 +286,25 @@ func (s *Snapshot) without(ids, present []string) *Snapshot {
 	return newSnapshot(docs, s.Stable, s.Counter, s.Horizon, s.cats)
 }
 
-// Put puts a document this replica just wrote into memory, so that its
-// author reads it at once; the store's changes bring it to the others.
-func (l *Library) Put(d document.Document) {
+// Put puts documents this replica just wrote into memory (a back-office
+// write, or what an event changed), so that their author, and the public
+// side of this replica, read them at once; the store's changes bring them
+// to the others. Many documents make one new snapshot.
+func (l *Library) Put(ds ...document.Document) {
+	if len(ds) == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.cur.Load()
-	if old, ok := s.docs[d.ID]; ok && old.Seq >= d.Seq {
-		return
+	if !s.changedBy(ds, s.Horizon) {
+		return // each held already, at the same or a later seq
 	}
-	next := s.with([]document.Document{d}, s.Stable, max(s.Counter, d.Seq), s.Horizon, s.cats)
+	counter := s.Counter
+	for _, d := range ds {
+		counter = max(counter, d.Seq)
+	}
+	next := s.with(ds, s.Stable, counter, s.Horizon, s.cats)
 	next.checked.Store(s.checked.Load())
 	l.cur.Store(next)
 }

@@ -115,12 +115,17 @@ func (c *client) sync(t *testing.T, ctx context.Context, replicas []*Library, tu
 // 7, while writers create, change, delete and restore documents and delete
 // tags, the trash is purged and swept, and replicas start anew; once they
 // stop and the client has synced once more, it holds exactly the live
-// documents, as they are, and the current categories.
+// documents, as they are, and the current categories. Each writer puts
+// what it wrote into one replica's memory at once, as a catalog process
+// does with its HTTP writes and its events' changes.
 func TestSyncSkipsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, w, svc := newCatalog(t, 12)
-	var replicas []*Library
+	var (
+		replicas   []*Library
+		replicasMu sync.Mutex // replicas are replaced while writers put into them
+	)
 	// Each writer and replica is a process of its own: a store of its own
 	// over the one database (each with the counter values it has seen).
 	process := func() *mongostore.Store {
@@ -148,30 +153,41 @@ func TestSyncSkipsNothing(t *testing.T) {
 	var wg sync.WaitGroup
 	for writer := range 3 {
 		svc := document.NewService(process(), w, slog.New(slog.DiscardHandler))
+		put := func(ds ...document.Document) {
+			replicasMu.Lock()
+			l := replicas[writer]
+			replicasMu.Unlock()
+			l.Put(ds...)
+		}
 		wg.Go(func() {
 			for i := range 40 {
 				tags := []string{fmt.Sprintf("t%d", rand.IntN(12)), fmt.Sprintf("t%d", rand.IntN(12))}
 				in := document.Input{Type: "LINK", Title: fmt.Sprintf("w%d-%d", writer, i), URL: "https://x.org", TagsIDs: tags}
 				var err error
+				var d document.Document
 				switch id := pick(); {
 				case id == "" || i%4 == 0:
-					var d document.Document
 					if d, err = svc.Create(ctx, in); err == nil {
 						mu.Lock()
 						ids = append(ids, d.ID)
 						mu.Unlock()
 					}
 				case i%4 == 1:
-					_, err = svc.Update(ctx, id, in)
+					d, err = svc.Update(ctx, id, in)
 				case i%4 == 2:
-					_, _, err = svc.Delete(ctx, id)
+					d, _, err = svc.Delete(ctx, id)
 				default:
-					_, err = svc.Restore(ctx, id)
+					d, err = svc.Restore(ctx, id)
+				}
+				if err == nil {
+					put(d)
 				}
 				if i%10 == 9 && writer == 0 { // a tag deleted now and then
 					tag := fmt.Sprintf("t%d", i/10)
 					w.Untag(tag)
-					_, err = svc.TagsDeleted(ctx, []string{tag})
+					var changed []document.Document
+					changed, err = svc.TagsDeleted(ctx, []string{tag})
+					put(changed...)
 				}
 				// Refusals are expected: a deleted document changed, a
 				// purged one, a tag deleted meanwhile (422).
@@ -218,9 +234,14 @@ func TestSyncSkipsNothing(t *testing.T) {
 		case <-done:
 			running = false
 		default:
-			c.sync(t, ctx, replicas, &turn, 100*time.Millisecond)
+			replicasMu.Lock()
+			now := slices.Clone(replicas)
+			replicasMu.Unlock()
+			c.sync(t, ctx, now, &turn, 100*time.Millisecond)
 			if turn%5 == 0 { // a replica starts anew, and loads while the others write and sweep
+				replicasMu.Lock()
 				replicas[turn%len(replicas)] = newReplica()
+				replicasMu.Unlock()
 			}
 		}
 	}

@@ -183,7 +183,7 @@ type entry struct {
 	cacheControl string
 	size         int64     // bytes counted against its route's budget
 	gen          uint64    // the Cache generation it was confirmed in
-	checked      time.Time // when the upstream last confirmed it
+	checked      time.Time // when the upstream was last asked and confirmed it
 }
 
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -359,6 +359,11 @@ func (rt *route) revalidate(key string, r *http.Request, old *entry) (*entry, *h
 		req.Header.Set("Cache-Control", "no-cache")
 	}
 	otel.GetTextMapPropagator().Inject(r.Context(), propagation.HeaderCarrier(req.Header))
+	// The answer is as fresh as the moment it was asked for (RFC 9111
+	// §4.2.3 counts the response's delay in its age): its time to live
+	// counts from then, so no answer is served longer than ttl after the
+	// service confirmed it, however long the service took to answer.
+	asked := time.Now()
 	res, err := rt.origin.Transport.RoundTrip(req)
 	if err != nil {
 		return nil, nil, err
@@ -367,7 +372,7 @@ func (rt *route) revalidate(key string, r *http.Request, old *entry) (*entry, *h
 	case res.StatusCode == http.StatusNotModified && old != nil:
 		_ = res.Body.Close()
 		e := *old
-		e.gen, e.checked = gen, time.Now()
+		e.gen, e.checked = gen, asked
 		return &e, nil, nil
 	case res.StatusCode == http.StatusOK && res.Header.Get("ETag") != "" && res.Header.Get("Content-Encoding") == "" &&
 		res.ContentLength >= 0 && res.ContentLength <= rt.cache.maxBody:
@@ -386,7 +391,7 @@ func (rt *route) revalidate(key string, r *http.Request, old *entry) (*entry, *h
 			header: header, cacheControl: res.Header.Get("Cache-Control"),
 			// The identity body, room for its compressed forms, and what
 			// keeping it costs besides.
-			size: 2*int64(len(body)) + entryOverhead + int64(len(key)), gen: gen, checked: time.Now(),
+			size: 2*int64(len(body)) + entryOverhead + int64(len(key)), gen: gen, checked: asked,
 		}, nil, nil
 	default:
 		return nil, res, nil

@@ -151,6 +151,25 @@ func TestRevalidatesWithTheETag(t *testing.T) {
 	}
 }
 
+// An answer's time to live counts from when the origin was asked: one
+// that took longer than the ttl to come is due at once, so no answer is
+// served longer than the ttl after the origin confirmed it.
+func TestTTLCountsFromTheQuestion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 50*time.Millisecond)
+	release := make(chan struct{})
+	f.origin.set(func(o *origin) { o.delay = release })
+	go func() {
+		time.Sleep(80 * time.Millisecond) // longer than the ttl
+		close(release)
+	}()
+	f.get(t, "GET", "/public/documents")
+	f.get(t, "GET", "/public/documents")
+	if n := f.origin.requests.Load(); n != 2 {
+		t.Errorf("origin asked %d times, want 2: an answer asked for longer than the ttl ago is not fresh", n)
+	}
+}
+
 func TestInvalidateRevalidatesAtOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, time.Hour)
