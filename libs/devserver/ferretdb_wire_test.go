@@ -3,6 +3,8 @@ package devserver_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +27,79 @@ func TestDevDatabaseAnswersWritesAsMongoDB(t *testing.T) {
 			t.Run("unacknowledged write", func(t *testing.T) { unacknowledgedWrite(t, connect(t, db.URI, 1)) })
 			t.Run("bulk update of 600", func(t *testing.T) { bigBulkUpdate(t, connect(t, db.URI, 0), db.URI) })
 			t.Run("bulk update with a duplicate key", func(t *testing.T) { bulkDuplicateKey(t, connect(t, db.URI, 0)) })
+		})
+	}
+}
+
+// TestDevDatabaseAnswersInAsMongoDB: the gate splits an $in of a few
+// values into one equality per value (wiregate/in.go); the answers are
+// MongoDB's: each document once, the rest of the filter and the
+// projection kept, counts of an update of many documents by id.
+func TestDevDatabaseAnswersInAsMongoDB(t *testing.T) {
+	for _, backend := range []string{"auto", "sqlite"} {
+		t.Run(backend, func(t *testing.T) {
+			db := startDevDatabase(t, backend, "on")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			coll := connect(t, db.URI, 0).Database("wire").Collection("in")
+			docs := []any{
+				bson.M{"_id": "a", "tags": bson.A{"x", "y"}, "n": 1},
+				bson.M{"_id": "b", "tags": bson.A{"y"}, "n": 2},
+				bson.M{"_id": "c", "tags": bson.A{}, "n": 3},
+			}
+			var many bson.A
+			for i := range 20 {
+				id := fmt.Sprintf("p%02d", i)
+				docs, many = append(docs, bson.M{"_id": id, "tags": bson.A{"z"}, "n": 0}), append(many, id)
+			}
+			if _, err := coll.InsertMany(ctx, docs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "tags", Value: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			find := func(filter bson.M, opts ...options.Lister[options.FindOptions]) []string {
+				t.Helper()
+				cur, err := coll.Find(ctx, filter, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []struct {
+					ID   string   `bson:"_id"`
+					Tags []string `bson:"tags"`
+				}
+				if err := cur.All(ctx, &got); err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, d := range got {
+					out = append(out, fmt.Sprintf("%s%v", d.ID, d.Tags))
+				}
+				slices.Sort(out)
+				return out
+			}
+			for _, c := range []struct {
+				name   string
+				filter bson.M
+				opts   []options.Lister[options.FindOptions]
+				want   string
+			}{
+				{"an array field, a document matching two values", bson.M{"tags": bson.M{"$in": bson.A{"x", "y"}}}, nil, "a[x y] b[y]"},
+				{"ids, an unknown one, the rest of the filter", bson.M{"_id": bson.M{"$in": bson.A{"a", "c", "zz"}}, "n": bson.M{"$gte": 1}}, nil, "a[x y] c[]"},
+				{"a projection", bson.M{"_id": bson.M{"$in": bson.A{"b"}}}, []options.Lister[options.FindOptions]{options.Find().SetProjection(bson.M{"tags": 0})}, "b[]"},
+				{"more values than are split", bson.M{"_id": bson.M{"$in": append(bson.A{"a"}, many...)}, "n": 1}, nil, "a[x y]"},
+			} {
+				if got := strings.Join(find(c.filter, c.opts...), " "); got != c.want {
+					t.Errorf("%s: found %s, want %s", c.name, got, c.want)
+				}
+			}
+			res, err := coll.UpdateMany(ctx, bson.M{"_id": bson.M{"$in": bson.A{"a", "b", "c", "zz"}}, "tags": "y"}, bson.M{"$inc": bson.M{"n": 10}})
+			if err != nil || res.MatchedCount != 2 || res.ModifiedCount != 2 {
+				t.Errorf("UpdateMany on ids: %+v, %v; want 2 matched, 2 modified", res, err)
+			}
+			if got := strings.Join(find(bson.M{"n": bson.M{"$gt": 10}}), " "); got != "a[x y] b[y]" {
+				t.Errorf("after the update, n > 10 on %s, want a and b", got)
+			}
 		})
 	}
 }

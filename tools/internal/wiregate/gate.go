@@ -139,6 +139,19 @@ func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
 // needs.
 func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Conn) error {
 	name, write, moreToCome := classify(req)
+	if name == "find" {
+		// A few values of an $in, one index lookup each (in.go).
+		if f, ok := parseSplitFind(req); ok {
+			resp, done, err := f.run(up, ur)
+			if err != nil {
+				return err
+			}
+			if done {
+				_, err = client.Write(resp)
+				return err
+			}
+		}
+	}
 	if write && !g.Off {
 		g.lock.Lock()
 		defer g.lock.Unlock()

@@ -152,7 +152,24 @@ func (u *update) run(up net.Conn, ur *bufio.Reader) ([]byte, error) {
 		upserted    bson.A
 		writeErrors bson.A
 	)
+	// Each statement, or the statements one stands for (in.go), with the
+	// index of the statement the client sent.
+	type part struct {
+		i    int
+		stmt bson.Raw
+	}
+	var parts []part
 	for i, stmt := range u.stmts {
+		for _, s := range splitStatement(stmt) {
+			parts = append(parts, part{i, s})
+		}
+	}
+	failedStmt := -1 // a statement ends at its first error, as on MongoDB
+	for k, p := range parts {
+		i, stmt := p.i, p.stmt
+		if i == failedStmt {
+			continue
+		}
 		if _, err := up.Write(u.message(stmt)); err != nil {
 			return nil, err
 		}
@@ -167,7 +184,7 @@ func (u *update) run(up net.Conn, ur *bufio.Reader) ([]byte, error) {
 		}
 		if okv, _ := body.Lookup("ok").AsInt32OK(); okv != 1 {
 			code, _ := body.Lookup("code").AsInt32OK()
-			if i == 0 && code != duplicateKeyCode {
+			if k == 0 && code != duplicateKeyCode {
 				// The command itself is wrong (a bad namespace, a bad
 				// parameter): MongoDB answers that as one error too.
 				return resp, nil
@@ -177,6 +194,7 @@ func (u *update) run(up net.Conn, ur *bufio.Reader) ([]byte, error) {
 			if u.ordered {
 				break
 			}
+			failedStmt = i
 			continue
 		}
 		sn, _ := body.Lookup("n").AsInt32OK()
@@ -212,6 +230,9 @@ func (u *update) run(up net.Conn, ur *bufio.Reader) ([]byte, error) {
 		}
 		if failed && u.ordered {
 			break
+		}
+		if failed {
+			failedStmt = i
 		}
 	}
 	answer := bson.D{{Key: "n", Value: n}}
