@@ -67,7 +67,14 @@ type Library struct {
 	checks atomic.Uint64
 
 	cur atomic.Pointer[Snapshot]
-	mu  sync.Mutex // one refresh or change at a time
+	// mu orders the changes of cur: a look's result, Put, new categories.
+	// A look reads the store without it (there is one look at a time), so
+	// that Put, which a write or an event's handler waits for, never waits
+	// for a look's reads (a whole collection on a slow database); what is
+	// put meanwhile is kept in putting and applied to the look's result.
+	mu      sync.Mutex
+	reading bool                // a look is reading the store
+	putting []document.Document // put while it reads
 
 	lookMu  sync.Mutex
 	looking *look // the look under way, if any (under lookMu)
@@ -158,23 +165,47 @@ func (l *Library) begin(ctx context.Context) *look {
 // snapshot held if it moved.
 func (l *Library) lookAt(ctx context.Context, begun *check) (*Snapshot, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	s := l.cur.Load()
+	l.reading, l.putting = true, nil
+	l.mu.Unlock()
+	next, err := l.lookFrom(ctx, s)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	put := l.putting
+	l.reading, l.putting = false, nil
+	if err != nil {
+		return nil, err
+	}
+	cur := l.cur.Load()
+	if next == nil { // nothing was written since s's stable point
+		cur.checked.Store(begun) // cur is s, or s with what was put since
+		return cur, nil
+	}
+	if len(put) > 0 || cur.cats != s.cats {
+		// Put or new categories while the store was read: next, read
+		// from s, lacks them.
+		counter := next.Counter
+		for _, d := range put {
+			counter = max(counter, d.Seq)
+		}
+		next = next.with(put, next.Stable, counter, next.Horizon, cur.cats)
+	}
+	next.checked.Store(begun)
+	l.cur.Store(next)
+	return next, nil
+}
+
+// lookFrom looks at the counter and reads the changes after s's stable
+// point if it moved; nil when it did not.
+func (l *Library) lookFrom(ctx context.Context, s *Snapshot) (*Snapshot, error) {
 	c, err := l.src.Counter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if s.loaded() && c <= s.Stable {
-		s.checked.Store(begun)
-		return s, nil // nothing was written since
+		return nil, nil
 	}
-	next, err := l.refresh(ctx, s, c)
-	if err != nil {
-		return nil, err
-	}
-	next.checked.Store(begun)
-	l.cur.Store(next)
-	return next, nil
+	return l.refresh(ctx, s, c)
 }
 
 // refresh reads every change after s's stable point. The stable point is
@@ -296,6 +327,9 @@ func (l *Library) Put(ds ...document.Document) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.reading {
+		l.putting = append(l.putting, ds...)
+	}
 	s := l.cur.Load()
 	if !s.changedBy(ds, s.Horizon) {
 		return // each held already, at the same or a later seq

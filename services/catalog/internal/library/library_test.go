@@ -654,3 +654,51 @@ func TestALookOutlivesItsCaller(t *testing.T) {
 		t.Errorf("the changes were read %d times, want once: a later read began again", n)
 	}
 }
+
+// A Put never waits for a look's read of the store (a write's answer, an
+// event's acknowledgement would wait seconds behind a replica reading
+// much on a slow database), and what was put while the look read is in the
+// snapshot the look makes.
+func TestPutDuringALook(t *testing.T) {
+	t.Parallel()
+	store, w, svc, _ := oneDocument(t)
+	src := &slowChanges{Store: store, release: make(chan struct{})}
+	close(src.release)
+	l := replica(src, w)
+	ctx := context.Background()
+	_, err := l.Get(ctx, 0) // loaded
+	testkit.Must(t, err, "Get")
+	src.release = make(chan struct{})
+	first, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T1", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	looked := make(chan *Snapshot)
+	go func() {
+		s, err := l.Get(ctx, 0) // sees the counter move, reads the changes: waits for release
+		if err != nil {
+			t.Errorf("Get: %v", err)
+		}
+		looked <- s
+	}()
+	for src.reads.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	second, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "T2", URL: "https://x.org"})
+	testkit.Must(t, err, "Create")
+	put := make(chan struct{})
+	go func() { l.Put(second); close(put) }()
+	select {
+	case <-put:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Put waited for the look's read of the store")
+	}
+	close(src.release)
+	s := <-looked
+	for _, d := range []document.Document{first, second} {
+		if _, ok := s.Doc(d.ID); !ok {
+			t.Errorf("the look's snapshot lacks %s (%s)", d.ID, d.Title)
+		}
+		if _, ok := l.Current().Doc(d.ID); !ok {
+			t.Errorf("the current snapshot lacks %s (%s)", d.ID, d.Title)
+		}
+	}
+}
