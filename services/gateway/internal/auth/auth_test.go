@@ -405,3 +405,28 @@ func TestOIDCIssuerReachedLate(t *testing.T) {
 		t.Errorf("the JWT once the issuer is known: %d %+v, want alice, editor (the 503s counted as no failed authentication)", status, c)
 	}
 }
+
+// TestOIDCKeysKeptThroughAnOutage: once the gateway has discovered the
+// issuer and fetched its keys, JWTs signed with them keep working while
+// the identity provider is down (README, "When a part is down").
+func TestOIDCKeysKeptThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	is := oidctest.New(t)
+	o := auth.NewOIDC(is.URL, "doclib-bo", "roles")
+	if err := o.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	token := func(sub string) string {
+		return is.Sign(is.Key, map[string]any{"iss": is.URL, "sub": sub, "aud": "doclib-bo",
+			"exp": time.Now().Add(time.Hour).Unix(), "roles": "editor"})
+	}
+	if _, err := o.Verify(context.Background(), token("alice")); err != nil {
+		t.Fatalf("a JWT while the issuer answers: %v", err)
+	}
+	is.Stop()
+	for _, sub := range []string{"alice", "bob"} { // the same token's claims, and a new token
+		if c, err := o.Verify(context.Background(), token(sub)); err != nil || c.Name != sub {
+			t.Errorf("a JWT signed with a fetched key, the issuer down: %+v, %v; want it accepted", c, err)
+		}
+	}
+}

@@ -24,6 +24,7 @@ type Issuer struct {
 	Key  *rsa.PrivateKey
 	t    testing.TB
 	addr string
+	srv  *httptest.Server
 }
 
 // New returns an issuer that is serving.
@@ -74,7 +75,16 @@ func (is *Issuer) Start() {
 	_ = srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
+	is.srv = srv
 	is.t.Cleanup(srv.Close)
+}
+
+// Stop stops serving (an identity provider's outage); Start serves again.
+func (is *Issuer) Stop() {
+	if is.srv != nil {
+		is.srv.Close()
+		is.srv = nil
+	}
 }
 
 // Sign returns claims as a JWT signed by k under the issuer's key id.
