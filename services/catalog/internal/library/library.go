@@ -152,11 +152,18 @@ func (l *Library) begin(ctx context.Context) *look {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshBudget)
 		defer cancel()
+		defer func() {
+			// Outside any request, a panic would end the process (a request
+			// of its own was a 500): the look fails instead, and always ends.
+			if p := recover(); p != nil {
+				lk.s, lk.err = nil, fmt.Errorf("a look at the store panicked: %v", p)
+			}
+			l.lookMu.Lock()
+			l.looking = nil
+			l.lookMu.Unlock()
+			close(lk.done)
+		}()
 		lk.s, lk.err = l.lookAt(ctx, &check{n: lk.n, at: l.now()})
-		l.lookMu.Lock()
-		l.looking = nil
-		l.lookMu.Unlock()
-		close(lk.done)
 	}()
 	return lk
 }
@@ -168,13 +175,24 @@ func (l *Library) lookAt(ctx context.Context, begun *check) (*Snapshot, error) {
 	s := l.cur.Load()
 	l.reading, l.putting = true, nil
 	l.mu.Unlock()
+	defer func() { // also when lookFrom panics
+		l.mu.Lock()
+		l.reading, l.putting = false, nil
+		l.mu.Unlock()
+	}()
 	next, err := l.lookFrom(ctx, s)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	put := l.putting
-	l.reading, l.putting = false, nil
 	if err != nil {
 		return nil, err
+	}
+	if next != nil {
+		// What the read covers (up to its stable point) is in next as the
+		// store has it now, or gone for good: put back, a document purged
+		// and swept during the read would come back, and no later read
+		// would remove it.
+		put = slices.DeleteFunc(put, func(d document.Document) bool { return d.Seq <= next.Stable })
 	}
 	cur := l.cur.Load()
 	if next == nil { // nothing was written since s's stable point
@@ -331,6 +349,9 @@ func (l *Library) Put(ds ...document.Document) {
 		l.putting = append(l.putting, ds...)
 	}
 	s := l.cur.Load()
+	// At or below the stable point, s has read the document from the store
+	// (or seen it purged for good): nothing to put.
+	ds = slices.DeleteFunc(slices.Clone(ds), func(d document.Document) bool { return d.Seq <= s.Stable })
 	if !s.changedBy(ds, s.Horizon) {
 		return // each held already, at the same or a later seq
 	}

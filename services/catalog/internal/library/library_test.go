@@ -702,3 +702,40 @@ func TestPutDuringALook(t *testing.T) {
 		}
 	}
 }
+
+// A document put into memory while a look reads the store, then deleted,
+// purged and swept before the look ends, stays gone: the look's read
+// covers it, and putting it back made it live again on this replica for
+// good (found by review of bb9a66d).
+func TestAPutDuringALookDoesNotBringBackAPurgedDocument(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc, d := oneDocument(t)
+	src := &slowChanges{Store: store, release: make(chan struct{})}
+	close(src.release)
+	l := replica(src, w)
+	_, err := l.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	_, err = svc.Create(ctx, document.Input{Type: "LINK", Title: "U", URL: "https://y.org"}) // the counter moves
+	testkit.Must(t, err, "Create")
+
+	src.release = make(chan struct{})
+	got := make(chan error, 1)
+	go func() { _, err := l.Get(ctx, 0); got <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for src.reads.Load() < 2 { // the look is reading the changes
+		if time.Now().After(deadline) {
+			t.Fatal("the look never read the changes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.Put(d) // as this replica's write of it
+	purgeForGood(t, store, svc, d.ID)
+	close(src.release)
+	testkit.Must(t, <-got, "Get")
+	s, err := l.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	if held, ok := s.Doc(d.ID); ok {
+		t.Errorf("a document purged for good during the look is held (deleted: %v)", held.IsDeleted)
+	}
+}
