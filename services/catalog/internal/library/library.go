@@ -260,8 +260,13 @@ func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Sna
 		// Again, for as long as the look may last: a cap of three reads
 		// failed a replica's load while sweeps ran faster than it could
 		// read everything (TestSyncSkipsNothing, about one run in ten).
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("documents were purged while they were read, %d times in a row: %w", reads, err)
+		// After a pause that grows, so that a horizon held above the
+		// stable point (a dead writer's hold, up to 35 s) does not make
+		// back-to-back reads of every document.
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("documents were purged while they were read, %d times in a row: %w", reads, context.Cause(ctx))
+		case <-time.After(min(time.Duration(reads)*20*time.Millisecond, time.Second)):
 		}
 		base = newSnapshot(nil, 0, 0, 0, s.cats)
 	}
