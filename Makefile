@@ -1,6 +1,8 @@
 # The two commands a new user needs: `make dev` runs the whole system on this
-# machine; `make test` runs every test. Everything they need is installed
-# here, at pinned versions, into .bin/ (nothing global).
+# machine; `make test` runs every test. What they build (MinIO, FerretDB,
+# Helm) goes into .bin/ at pinned versions; the Debian packages a command
+# needs are listed below (DEBS_*) and installed by one target,
+# debian-packages (as root). No Node, no npm.
 
 SHELL      := /bin/bash
 GO         ?= go
@@ -17,29 +19,40 @@ MODULES     = $(shell $(GO) list -m -f '{{.Path}}/...')
 GO_DIRS    := api libs services e2e tools charts deploy
 CHART      := charts/doclib
 # Modules of their own, outside go.work, that check the deployment files:
-# the Helm chart rendered (Helm, client-go) and compose.yaml (compose-go).
-CHECKS     := charts/chartcheck deploy/composecheck
+# the Helm chart rendered (Helm, client-go), compose.yaml (compose-go) and
+# the API reference (libopenapi-validator, oasdiff).
+CHECKS     := charts/chartcheck deploy/composecheck api/apicheck
 
 export DOCLIB_BIN_DIR := $(BIN)
 
-.PHONY: help dev test lint tools build bench bench-tools clean-data helm-lint docs-assets browser
+.PHONY: help dev test lint tools build bench clean-data helm-lint debian-packages fresh-clone-check
 
 help:
 	@echo "make dev    run the whole stack on 127.0.0.1 (public :8080, admin :8090; Ctrl-C stops it)"
 	@echo "make test   gofmt, go vet, every test (race detector on), helm lint and the chart and compose checks"
 	@echo "make bench  the benchmarks (figures written under bench/)"
 
+# Debian packages, by the command that needs them: add yours to the list of
+# the command that needs it (a name, or name=version where Debian keeps that
+# version: a stable release keeps only the current one, so a version pin
+# breaks at its next security update, and the names are left unpinned).
+# Checked with dpkg; only the missing ones are installed.
+DEBS_DEV   :=
+DEBS_TEST  := $(DEBS_DEV) chromium
+DEBS_BENCH := $(DEBS_DEV) nginx-light wrk
+
 dev: tools build
 	@$(BIN)/devstack
 
 # DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
-# when Chromium is missing (the browser target installs it).
-test: tools lint helm-lint browser
+# when Chromium is missing.
+test: tools lint helm-lint fresh-clone-check
+	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_TEST)" FOR=test
 	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
 	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
-lint: docs-assets
+lint:
 	@out=$$(gofmt -l $(GO_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	cd tools && GOWORK=off $(GO) vet ./...
@@ -59,30 +72,44 @@ $(BIN)/minio:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@echo ">> MinIO built"
 
-build: docs-assets
+build:
+	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_DEV)" FOR=dev
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 
-bench: tools build bench-tools
+# The listing benchmark compares with nginx under wrk (DEBS_BENCH).
+bench: tools build
+	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_BENCH)" FOR=bench
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/...
 
-# The listing benchmark compares with nginx under wrk (Debian packages).
-bench-tools:
-	@command -v nginx >/dev/null && command -v wrk >/dev/null || \
-	  { echo ">> installing nginx-light and wrk (Debian packages)"; \
-	    apt-get update -qq && apt-get install -y -qq nginx-light wrk >/dev/null; }
+# Installs the packages of DEBS that are missing: as root with apt-get,
+# otherwise with `sudo -n` where sudo needs no password; else it names them
+# with the command to run as root, and fails (FOR names the command). On a
+# system without dpkg it names them and goes on: install them yourself.
+debian-packages:
+	@missing=; for p in $(DEBS); do \
+	  dpkg-query -W -f='$${Status}' "$${p%%=*}" 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
+	[ -z "$$missing" ] && exit 0; \
+	if ! command -v dpkg-query >/dev/null; then echo ">> make $(FOR) uses$$missing (not a Debian system: install them yourself)"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else \
+	  echo "make $(FOR) needs the Debian packages$$missing, and installing them needs root:"; \
+	  echo "  sudo apt-get install --no-install-recommends$$missing"; exit 1; fi; \
+	echo ">> installing Debian packages for make $(FOR):$$missing"; \
+	$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null
 
 $(BIN)/helm:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 # Lints and renders the chart for every values file of charts/doclib/ci;
 # a render without back-office credentials must fail. Part of `make test`.
+# Helm's output is shown only when it fails: linted with its default values,
+# the chart's guards (a `fail` without credentials, e-mail or database) are
+# reported by Helm as "[INFO] Fail: ...", which is the expected outcome.
 helm-lint: $(BIN)/helm
-	$(BIN)/helm lint --strict $(CHART)
+	@out=$$($(BIN)/helm lint --strict $(CHART) 2>&1) || { echo "$$out"; exit 1; }
 	@for f in $(CHART)/ci/*-values.yaml; do \
-	  echo ">> $$f"; \
-	  $(BIN)/helm lint --strict $(CHART) -f $$f >/dev/null && \
-	  $(BIN)/helm template doclib $(CHART) -f $$f >/dev/null || exit 1; \
+	  out=$$($(BIN)/helm lint --strict $(CHART) -f $$f 2>&1) || { echo ">> $$f"; echo "$$out"; exit 1; }; \
+	  $(BIN)/helm template doclib $(CHART) -f $$f >/dev/null || { echo ">> $$f"; exit 1; }; \
 	done
 	@if $(BIN)/helm template doclib $(CHART) -f $(CHART)/ci/fail-no-credentials.yaml >/dev/null 2>&1; then \
 	  echo "$(CHART) rendered without back-office credentials"; exit 1; fi
@@ -92,23 +119,15 @@ clean-data:
 
 FORCE:
 
-# The /docs page's renderer (Swagger UI), pinned with its integrity hash in
-# api/docs/package-lock.json, is copied into api/docs/dist, which the gateway
-# embeds at build time (nothing is fetched at run time). Install scripts are
-# not run (the package's only dependency is an install-time analytics hook).
-DOCS_DIR := api/docs
-docs-assets: $(DOCS_DIR)/dist/swagger-ui-bundle.js
-
-$(DOCS_DIR)/dist/swagger-ui-bundle.js: $(DOCS_DIR)/package.json $(DOCS_DIR)/package-lock.json
-	@command -v npm >/dev/null || { echo ">> installing npm (Debian package)"; \
-	  apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
-	@echo ">> vendoring the /docs renderer (npm ci, pinned by api/docs/package-lock.json)"
-	@cd $(DOCS_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
-	@cp $(DOCS_DIR)/node_modules/swagger-ui-dist/swagger-ui.css $(DOCS_DIR)/node_modules/swagger-ui-dist/LICENSE \
-	  $(DOCS_DIR)/node_modules/swagger-ui-dist/NOTICE $(DOCS_DIR)/dist/
-	@cp $(DOCS_DIR)/node_modules/swagger-ui-dist/swagger-ui-bundle.js $@
-
-# Chromium (Debian package) for the test that opens /docs in a browser.
-browser:
-	@command -v chromium >/dev/null || { echo ">> installing chromium (Debian package) for the /docs browser test"; \
-	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+# A fresh clone's `make dev` needs no Node: the files git keeps, copied
+# alone, plan `make dev` (make -n) with an npm that fails on PATH, and the
+# gateway builds from them with the vendored /docs renderer (its digests are
+# checked by api's TestRendererIsThePinnedRelease). Part of `make test`.
+fresh-clone-check:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	git ls-files -z | xargs -0 cp -P --parents -t "$$tmp" && \
+	mkdir "$$tmp/.nonode" && printf '#!/bin/sh\necho "npm called: $$*" >&2\nexit 1\n' >"$$tmp/.nonode/npm" && \
+	chmod +x "$$tmp/.nonode/npm" && \
+	plan=$$(cd "$$tmp" && PATH="$$tmp/.nonode:$$PATH" $(MAKE) -n --no-print-directory dev 2>&1) || { echo "$$plan"; exit 1; }; \
+	if grep -Eqw 'npm|node|npx' <<<"$$plan"; then echo "a fresh clone's make dev would run Node:"; grep -Ew 'npm|node|npx' <<<"$$plan"; exit 1; fi; \
+	cd "$$tmp" && PATH="$$tmp/.nonode:$$PATH" $(GO) build -o /dev/null ./services/gateway/cmd/gateway

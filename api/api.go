@@ -2,7 +2,8 @@
 // build time so the gateway serves the very file the repository keeps:
 // openapi.yaml (the one source), its JSON form (converted once, in
 // memory), and the /docs page that renders it, with its renderer
-// (Swagger UI) vendored at a pinned version by `make docs-assets`.
+// (Swagger UI) vendored at a pinned version in docs/dist (its README says
+// where from; SHA256SUMS holds the digests a test checks).
 package api
 
 import (
@@ -17,11 +18,11 @@ import (
 //go:embed openapi.yaml
 var openAPIYAML []byte
 
-// docsFiles are the /docs page and its renderer. docs/dist holds the
-// vendored renderer once `make docs-assets` ran, and only a README
-// otherwise (go:embed needs the folder to hold something).
+// docsFiles are the /docs page and its renderer, kept in git: a build
+// needs Go only.
 //
-//go:embed docs/index.html docs/docs.js docs/dist
+//go:embed docs/index.html docs/docs.js docs/dist/swagger-ui-bundle.js docs/dist/swagger-ui.css
+//go:embed docs/dist/LICENSE docs/dist/NOTICE docs/dist/SHA256SUMS
 var docsFiles embed.FS
 
 // YAML returns the OpenAPI document as written.
@@ -33,15 +34,14 @@ func JSON() ([]byte, error) { return toJSON() }
 
 var toJSON = sync.OnceValues(func() ([]byte, error) { return yaml.YAMLToJSON(openAPIYAML) })
 
-// Renderer files, in docs/dist once vendored.
+// Renderer files, in docs/dist.
 const (
 	RendererScript = "swagger-ui-bundle.js"
 	RendererStyle  = "swagger-ui.css"
 )
 
-// ErrNoRenderer means the binary was built without the vendored renderer
-// (`go build` without `make docs-assets` first).
-var ErrNoRenderer = errors.New("the /docs renderer (Swagger UI) was not vendored into this build: run `make docs-assets` (or `make build`) and build again")
+// ErrNoRenderer means a renderer file is missing from docs/dist.
+var ErrNoRenderer = errors.New("the /docs renderer (Swagger UI) is missing from api/docs/dist: restore it from git")
 
 // Docs returns the files of the /docs page: index.html and docs.js at its
 // root, the renderer's files under assets/.

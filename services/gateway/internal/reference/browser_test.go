@@ -18,9 +18,10 @@ import (
 	"github.com/doclib/services/gateway/internal/reference"
 )
 
-// chromium finds Debian's Chromium (make browser installs it). Without it
-// the test is skipped, unless DOCLIB_REQUIRE_BROWSER is set (make test
-// sets it), so `make test` on a clean clone always runs it.
+// chromium finds Debian's Chromium (make test installs it: DEBS_TEST in
+// the Makefile). Without it the test is skipped, unless
+// DOCLIB_REQUIRE_BROWSER is set (make test sets it), so `make test` on a
+// clean clone always runs it.
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -29,9 +30,9 @@ func chromium(t *testing.T) string {
 		}
 	}
 	if os.Getenv("DOCLIB_REQUIRE_BROWSER") != "" {
-		t.Fatal("Chromium is not installed: run `make browser` (apt-get install chromium)")
+		t.Fatal("Chromium is not installed: apt-get install chromium (as root), or run make test as root")
 	}
-	t.Skip("Chromium is not installed (make browser); DOCLIB_REQUIRE_BROWSER makes this a failure")
+	t.Skip("Chromium is not installed (apt-get install chromium); DOCLIB_REQUIRE_BROWSER makes this a failure")
 	return ""
 }
 
