@@ -143,8 +143,13 @@ func accessLog(log *slog.Logger) gin.HandlerFunc {
 		}
 		status := c.Writer.Status()
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case status >= 500:
 			level = slog.LevelError
+		case status == http.StatusNotModified:
+			// A revalidation sent nothing: the catalog's every 10 s, the
+			// gateway cache's, an app's. At info an idle system would log.
+			level = slog.LevelDebug
 		}
 		if !log.Enabled(c, level) {
 			return

@@ -107,3 +107,21 @@ func BenchmarkMeasure(b *testing.B) {
 		e.ServeHTTP(w, r)
 	}
 }
+
+// An idle system keeps revalidating (the catalog asks taxonomy for the tag
+// categories every 10 s, answered 304): at info, a 304 writes no line, so
+// an idle terminal stays quiet; a 200 does.
+func TestARevalidationIsLoggedAtDebugOnly(t *testing.T) {
+	var logs bytes.Buffer
+	e := NewEngine("test", slog.New(slog.NewJSONHandler(&logs, nil)))
+	e.GET("/x", func(c *gin.Context) { c.Status(http.StatusNotModified) })
+	e.GET("/y", func(c *gin.Context) { c.Status(http.StatusOK) })
+	e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil))
+	if logs.Len() != 0 {
+		t.Errorf("a 304 logged at info: %s", logs.String())
+	}
+	e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/y", nil))
+	if !strings.Contains(logs.String(), `"status":200`) {
+		t.Errorf("a 200 not logged at info: %q", logs.String())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +43,8 @@ const (
 	mongoAddr    = "127.0.0.1:27017"
 	natsAddr     = "127.0.0.1:4222"
 	minioAddr    = "127.0.0.1:9000"
+	// MinIO always listens for its web console too; DEV_MINIO_CONSOLE_ADDR
+	// moves it off a port another program holds.
 	minioConsole = "127.0.0.1:9001"
 	// The back-office tokens of the development stack (BO_API_TOKENS
 	// replaces both), and the key the gateway signs callers with for the
@@ -83,6 +86,10 @@ func run(ctx context.Context) error {
 
 	mongoURI, natsURL, s3 := os.Getenv("MONGODB_URI"), os.Getenv("NATS_URL"), os.Getenv("S3_ENDPOINT")
 	tokens := envOr("BO_API_TOKENS", devTokens)
+	console, err := consoleAddr(os.Getenv("DEV_MINIO_CONSOLE_ADDR"))
+	if err != nil {
+		return err
+	}
 	// Every address first, so a port in use stops us before anything starts.
 	addrs := []string{gatewayAddr, adminAddr, taxonomyAddr, catalogAddr, mediaAddr}
 	if mongoURI == "" {
@@ -92,7 +99,7 @@ func run(ctx context.Context) error {
 		addrs = append(addrs, natsAddr)
 	}
 	if s3 == "" {
-		addrs = append(addrs, minioAddr, minioConsole)
+		addrs = append(addrs, minioAddr, console)
 	}
 	for _, a := range addrs {
 		if err := devserver.CheckFree(a); err != nil {
@@ -125,13 +132,13 @@ func run(ctx context.Context) error {
 	s3Env := []string{"S3_ENDPOINT=" + s3, "S3_ACCESS_KEY=" + os.Getenv("S3_ACCESS_KEY"), "S3_SECRET_KEY=" + os.Getenv("S3_SECRET_KEY")}
 	if s3 == "" {
 		cred := devserver.MinIOCredentials{Endpoint: minioAddr, AccessKey: "doclib-dev", SecretKey: "doclib-dev-secret"}
-		p, err := devserver.MinIO(ctx, bin, minioAddr, minioConsole, filepath.Join(data, "minio"), cred, logFile(logs, "minio"))
+		p, err := devserver.MinIO(ctx, bin, minioAddr, console, filepath.Join(data, "minio"), cred, logFile(logs, "minio"))
 		if err != nil {
 			return err
 		}
 		st.add(p)
 		s3Env = []string{"S3_ENDPOINT=" + cred.Endpoint, "S3_ACCESS_KEY=" + cred.AccessKey, "S3_SECRET_KEY=" + cred.SecretKey}
-		say("  MinIO (S3)                   http://" + minioAddr)
+		say("  MinIO (S3)                   http://" + minioAddr + " (its console: http://" + console + ")")
 	}
 
 	common := []string{"MONGODB_URI=" + mongoURI, "NATS_URL=" + natsURL, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"),
@@ -227,6 +234,18 @@ func describeTokens(tokens string) string {
 		return "from BO_API_TOKENS (not shown)"
 	}
 	return "dev-token (editor), dev-viewer-token (viewer)"
+}
+
+// consoleAddr is where MinIO's console listens: DEV_MINIO_CONSOLE_ADDR
+// (host:port) or 127.0.0.1:9001.
+func consoleAddr(v string) (string, error) {
+	if v == "" {
+		return minioConsole, nil
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return "", fmt.Errorf("DEV_MINIO_CONSOLE_ADDR=%q: want host:port, e.g. 127.0.0.1:9011", v)
+	}
+	return v, nil
 }
 
 func envOr(k, def string) string {

@@ -74,3 +74,16 @@ func TestReferenceServed(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFavicon: a browser opening /docs asks for /favicon.ico; the answer
+// is an empty 204 a browser keeps for a day, not a 404 logged per view.
+func TestNoFavicon(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	for _, base := range []string{h.publicURL, h.url} {
+		res := send(t, base, "GET", "/favicon.ico")
+		if res.StatusCode != http.StatusNoContent || res.Header.Get("Cache-Control") != "public, max-age=86400" {
+			t.Errorf("GET %s/favicon.ico: %d, Cache-Control %q; want 204 kept a day", base, res.StatusCode, res.Header.Get("Cache-Control"))
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"mime"
+	"net/http"
 	"path"
 
 	"github.com/gin-gonic/gin"
@@ -80,6 +81,12 @@ func Load() (*Reference, error) {
 func (ref *Reference) Register(r gin.IRoutes) {
 	httpx.GET(r, "/openapi.json", serve(ref.json, ""))
 	httpx.GET(r, "/openapi.yaml", serve(ref.yaml, ""))
+	// A browser on /docs also asks for /favicon.ico: there is none, and a
+	// 404 would log a line per page view.
+	httpx.GET(r, "/favicon.ico", func(c *gin.Context) {
+		c.Header("Cache-Control", "public, max-age=86400")
+		c.Status(http.StatusNoContent)
+	})
 	if ref.missing != nil {
 		unavailable := func(c *gin.Context) { httpx.Fail(c, problem.Unavailable(ref.missing.Error())) }
 		httpx.GET(r, "/docs", unavailable)
