@@ -33,10 +33,11 @@ var since = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // replica is one catalog process: its service, memory and routes.
 type replica struct {
-	t   *testing.T
-	svc *document.Service
-	lib *library.Library
-	h   http.Handler
+	t     *testing.T
+	world *doctest.World
+	svc   *document.Service
+	lib   *library.Library
+	h     http.Handler
 }
 
 func newWorld() *doctest.World {
@@ -54,7 +55,7 @@ func newReplica(t *testing.T, db *mongo.Database, w *doctest.World) *replica {
 	engine := httpx.NewEngine("catalog", log)
 	media, _ := url.Parse("http://127.0.0.1:1")
 	httpapi.New(svc, lib, httpapi.Options{MediaURL: media}).Register(engine)
-	return &replica{t: t, svc: svc, lib: lib, h: engine}
+	return &replica{t: t, world: w, svc: svc, lib: lib, h: engine}
 }
 
 type answer struct {
