@@ -140,7 +140,6 @@ func (s *Service) Publish(ctx context.Context, id string) (Document, error) {
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, err
 }
 
@@ -187,7 +186,6 @@ func (s *Service) Unpublish(ctx context.Context, id string) (Document, error) {
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, err
 }
 
@@ -205,7 +203,6 @@ func (s *Service) DiscardDraft(ctx context.Context, id string) (Document, error)
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, err
 }
 
@@ -219,7 +216,6 @@ func (s *Service) RunSchedule(ctx context.Context, now time.Time, limit int) ([]
 	changed, err := s.store.UpdateEach(ctx, ids, s.write(ctx, WhyScheduled, func(d *Document) error {
 		return applyDue(d, now, s.now())
 	}))
-	s.settle(ctx, changed...)
 	return changed, err
 }
 
@@ -257,7 +253,7 @@ type Dropped struct {
 // pending changes and schedule are left as they are. References that no
 // longer hold are dropped, and returned.
 func (s *Service) RestoreRevision(ctx context.Context, id string, version int64) (Document, Dropped, error) {
-	rev, err := s.store.GetRevision(ctx, id, version)
+	rev, err := s.Revision(ctx, id, version)
 	if err != nil {
 		return Document{}, Dropped{}, err
 	}
@@ -276,7 +272,6 @@ func (s *Service) RestoreRevision(ctx context.Context, id string, version int64)
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, dropped, err
 }
 

@@ -9,16 +9,17 @@ package document
 // The document write and the revision write are two single-document
 // writes. The document is written first, with RevisionPending set: it is
 // itself the revision of its version (the document as it is after the
-// write, with who, when and why in Change). Once it is written, the
-// revision is stored (idempotently: a second store of the same key changes
-// nothing) and the mark is cleared, only if the document is still at that
-// version. A crash between the two leaves the mark, and two paths finish
-// the job: the next write of the document stores the revision of the
-// state it starts from before it commits (while it holds the document, so
-// no third write interleaves), and a background job (Settle) stores the
-// revisions of documents marked for longer than a few seconds. A revision
-// is only ever made from a committed document, so none is invented; the
-// mark stays until it is stored, so none is lost.
+// write, with who, when and why in Change). The revision record is
+// inserted later (idempotently: a second insert of the same key changes
+// nothing), by whichever comes first: the next write of the document,
+// which stores the revision of the state it starts from before it commits
+// (while it holds the document, so no third write interleaves); a read of
+// the document's revisions (repair); or a background job (Settle) for
+// documents marked for longer than a few seconds, which also clears the
+// mark if the document is still at that version. A revision is only ever
+// made from a committed document, so none is invented; the mark stays
+// until it is stored, so none is lost. A write thus costs one insert more
+// (the previous version's revision), not two writes and a wait.
 
 import (
 	"context"
@@ -156,10 +157,15 @@ func (s *Service) write(ctx context.Context, why string, fn func(*Document) erro
 		if err := fn(d); err != nil {
 			return err
 		}
+		if s.noRevisions {
+			d.Version = before.Version + 1
+			return nil
+		}
 		if before.RevisionPending {
 			if err := s.store.PutRevisions(ctx, []Revision{revisionOf(before)}); err != nil {
 				return err
 			}
+			s.trim(ctx, before)
 		}
 		d.Version = before.Version + 1
 		d.Change = Change{By: identity.Name(ctx), At: s.now(), Why: why}
@@ -174,10 +180,13 @@ func revisionOf(d Document) Revision {
 	return Revision{DocumentID: d.ID, Version: d.Version, Change: d.Change, Doc: d}
 }
 
-// settle stores the revisions of documents just written and clears their
-// marks. A failure is logged, not returned: the write is done, and the
-// next write or the Settle job finishes it.
+// settle stores the revisions of marked documents and clears their marks
+// (Settle, repair). A failure is logged, not returned: the mark stays, and
+// the next write or the Settle job finishes it.
 func (s *Service) settle(ctx context.Context, docs ...Document) {
+	if s.noRevisions {
+		return
+	}
 	var revs []Revision
 	for _, d := range docs {
 		if d.RevisionPending && !d.Purged() {
@@ -196,12 +205,27 @@ func (s *Service) settle(ctx context.Context, docs ...Document) {
 		if err := s.store.SettleRevision(ctx, r.DocumentID, r.Version); err != nil {
 			s.log.WarnContext(ctx, "revision stored, its mark not cleared; the settling job clears it", "document_id", r.DocumentID, "error", err)
 		}
-		if n := s.retention.Count; n > 0 && r.Version > int64(n) {
-			if err := s.store.TrimRevisions(ctx, r.DocumentID, r.Version-int64(n)); err != nil {
-				s.log.WarnContext(ctx, "old revisions not trimmed", "document_id", r.DocumentID, "error", err)
-			}
+		s.trim(ctx, r.Doc)
+	}
+}
+
+// trim applies the retention by count once the revision of d is stored.
+func (s *Service) trim(ctx context.Context, d Document) {
+	if n := int64(s.retention.Count); n > 0 && d.Version > n {
+		if err := s.store.TrimRevisions(ctx, d.ID, d.Version-n); err != nil {
+			s.log.WarnContext(ctx, "old revisions not trimmed; the next write trims them", "document_id", d.ID, "error", err)
 		}
 	}
+}
+
+// repair returns the document id, its latest revision stored first if it
+// is still only marked (a read of revisions sees every one).
+func (s *Service) repair(ctx context.Context, id string) (Document, error) {
+	d, err := s.store.Get(ctx, id)
+	if err == nil && d.RevisionPending && !s.noRevisions {
+		s.settle(ctx, d)
+	}
+	return d, err
 }
 
 // settleAfter is how long a document may stay marked before the Settle
@@ -258,7 +282,7 @@ func (s *Service) SetRetention(r Retention) { s.retention = r }
 // Revisions returns a page of the document's revisions, newest first,
 // below version before (0: from the newest).
 func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int) ([]Revision, error) {
-	if _, err := s.store.Get(ctx, id); err != nil {
+	if _, err := s.repair(ctx, id); err != nil {
 		return nil, err
 	}
 	return s.store.ListRevisions(ctx, id, before, limit)
@@ -266,7 +290,7 @@ func (s *Service) Revisions(ctx context.Context, id string, before int64, limit 
 
 // Revision returns one revision of the document.
 func (s *Service) Revision(ctx context.Context, id string, version int64) (Revision, error) {
-	if _, err := s.store.Get(ctx, id); err != nil {
+	if _, err := s.repair(ctx, id); err != nil {
 		return Revision{}, err
 	}
 	return s.store.GetRevision(ctx, id, version)

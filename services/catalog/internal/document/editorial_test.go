@@ -98,7 +98,11 @@ func TestAnUnstoredRevisionIsNotLost(t *testing.T) {
 	ctx := context.Background()
 	d, err := svc.Create(ctx, link("one"))
 	testkit.Must(t, err, "Create")
-	// The crash: the document written with its mark, the revision not.
+	// The crash: a write whose document was written with its mark, its
+	// revision not (the create's revision stored first, as every write
+	// stores the one before it).
+	_, err = svc.Revisions(ctx, d.ID, 0, 1)
+	testkit.Must(t, err, "Revisions")
 	_, err = store.Update(ctx, d.ID, document.Refs{}, func(x *document.Document) error {
 		x.Title, x.Version, x.RevisionPending = "crashed", x.Version+1, true
 		x.Change = document.Change{At: time.Now().UTC().Truncate(time.Millisecond), Why: "test"}

@@ -22,6 +22,9 @@ type Service struct {
 	now   func() time.Time
 	// retention bounds the revisions kept (editorial.go); zero keeps all.
 	retention Retention
+	// noRevisions: the benchmark's baseline (export_test.go), no revision
+	// kept.
+	noRevisions bool
 }
 
 // NewService returns a Service.
@@ -82,7 +85,6 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		*nd = checked
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, err
 }
 
@@ -107,7 +109,6 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, err
 }
 
@@ -134,7 +135,6 @@ func (s *Service) Delete(ctx context.Context, id string) (Document, bool, error)
 		d.DeletedAt, d.DeletedBy = d.UpdatedAt, d.UpdatedBy
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, deleted, err
 }
 
@@ -157,7 +157,6 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
 	}))
-	s.settle(ctx, d)
 	return d, err
 }
 
@@ -195,7 +194,6 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 		}
 		return nil
 	}))
-	s.settle(ctx, changed...)
 	return changed, err
 }
 
@@ -218,7 +216,6 @@ func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (changed []D
 		}
 		return nil
 	}))
-	s.settle(ctx, changed...)
 	for _, d := range changed {
 		if !d.IsDeleted {
 			live = append(live, d.ID)
