@@ -179,7 +179,7 @@ func run(ctx context.Context) error {
 	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
 	defer stopCategories()
 	stopSettling := periodic.Start(ctx, log, "storing revisions left unstored", settleEvery, func(ctx context.Context) error {
-		_, err := svc.Settle(ctx, 100)
+		_, err := svc.Settle(ctx, 500)
 		return err
 	})
 	defer stopSettling()
