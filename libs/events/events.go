@@ -69,6 +69,10 @@ const (
 	MediaDeleted    = "library.media.deleted"
 	DocumentDeleted = "library.catalog.document.deleted"
 	DocumentPurged  = "library.catalog.document.purged"
+	// A draft made public, or pending changes made live; and a published
+	// document taken back to draft (the editorial workflow).
+	DocumentPublished   = "library.catalog.document.published"
+	DocumentUnpublished = "library.catalog.document.unpublished"
 )
 
 // Payloads.
@@ -91,6 +95,16 @@ type (
 	// retention is gone for good.
 	DocumentPurgedData struct {
 		DocumentID string `json:"documentId"`
+	}
+	// DocumentPublishedData: version is the document's version after the
+	// publication (its revision).
+	DocumentPublishedData struct {
+		DocumentID string `json:"documentId"`
+		Version    int64  `json:"version"`
+	}
+	DocumentUnpublishedData struct {
+		DocumentID string `json:"documentId"`
+		Version    int64  `json:"version"`
 	}
 )
 

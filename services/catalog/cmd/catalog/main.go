@@ -41,6 +41,11 @@ const service = "catalog"
 const (
 	releaseEvery    = 5 * time.Second // a dead writer's hold lasts holdTTL (30 s) and at most this longer
 	categoriesEvery = 10 * time.Second
+	// Revisions a writer that died did not store (document/editorial.go).
+	settleEvery = 5 * time.Second
+	// Scheduled publications are applied within a second (every replica
+	// looks; the store's hold makes one apply each).
+	scheduleEvery = 500 * time.Millisecond
 )
 
 func main() {
@@ -65,6 +70,9 @@ type settings struct {
 	// them forever.
 	trashRetention time.Duration
 	relay          outbox.RelayConfig
+	// revisionRetention bounds the revisions kept (REVISION_RETENTION: a
+	// count or an age); zero keeps all.
+	revisionRetention document.Retention
 }
 
 func load(env *config.Env) (settings, error) {
@@ -84,6 +92,11 @@ func load(env *config.Env) (settings, error) {
 		trashRetention: env.Duration("TRASH_RETENTION", 30*24*time.Hour),
 		relay:          outbox.LoadRelayConfig(env),
 	}
+	r, err := document.ParseRetention(env.String("REVISION_RETENTION", ""))
+	if err != nil {
+		return s, fmt.Errorf("REVISION_RETENTION: %w", err)
+	}
+	s.revisionRetention = r
 	return s, env.Err()
 }
 
@@ -138,6 +151,7 @@ func run(ctx context.Context) error {
 
 	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
 	svc := document.NewService(store, refs, log)
+	svc.SetRetention(cfg.revisionRetention)
 	// Every document in memory, answering the reads; filled now, in the
 	// background, and kept in step with the store's change sequence.
 	lib := library.New(store, refs, log)
@@ -164,6 +178,21 @@ func run(ctx context.Context) error {
 	defer stopReleasing()
 	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
 	defer stopCategories()
+	stopSettling := periodic.Start(ctx, log, "storing revisions left unstored", settleEvery, func(ctx context.Context) error {
+		_, err := svc.Settle(ctx, 500)
+		return err
+	})
+	defer stopSettling()
+	// Also catches up at start-up what fell due while every replica was down.
+	stopSchedule := periodic.Start(ctx, log, "applying scheduled publications", scheduleEvery, func(ctx context.Context) error {
+		changed, err := svc.RunSchedule(ctx, time.Now(), 100)
+		lib.Put(changed...)
+		if len(changed) > 0 {
+			relay.Nudge()
+		}
+		return err
+	})
+	defer stopSchedule()
 	if cfg.trashRetention > 0 {
 		// Every minute, or more often for a shorter retention (tests).
 		purgeEvery := min(time.Minute, cfg.trashRetention)

@@ -80,6 +80,25 @@ type Document struct {
 	// good, sync cursors from before it are expired (library/sync.go).
 	Seq        int64
 	DeletedSeq int64
+
+	// The editorial workflow (editorial.go, draft.go). Version counts the
+	// writes of this document (its ETag, and the number of the revision
+	// each write keeps); Change says who made the last one, when and why.
+	// RevisionPending: the revision of Version is not known to be stored
+	// yet (it is written after the document, see editorial.go).
+	Version         int64
+	Change          Change
+	RevisionPending bool
+	// Status is Published or Draft ("" is read as Published: documents
+	// stored before drafts existed). Draft holds the pending changes of a
+	// published document (content fields only), nil when there are none.
+	Status Status
+	Draft  *Document
+	// PublishedAt is when the live version was last made public; PublishAt
+	// and UnpublishAt are the scheduled (zero: none).
+	PublishedAt time.Time
+	PublishAt   time.Time
+	UnpublishAt time.Time
 }
 
 // Purged reports whether d is the tombstone of a purged document.
@@ -96,6 +115,10 @@ func (d Document) Refs() Refs {
 	r := Refs{Tags: slices.Clone(d.TagsIDs), Media: slices.Clone(d.ImagesIDs)}
 	if d.File != nil {
 		r.Media = append(r.Media, d.File.ID)
+	}
+	if d.Draft != nil { // pending changes obey the same reference rules
+		p := d.Draft.Refs()
+		r.Tags, r.Media = append(r.Tags, p.Tags...), append(r.Media, p.Media...)
 	}
 	return r
 }
@@ -132,6 +155,10 @@ func (d Document) Clone() Document {
 		}
 		d.TagSince = since
 	}
+	if d.Draft != nil {
+		p := d.Draft.Clone()
+		d.Draft = &p
+	}
 	return d
 }
 
@@ -141,18 +168,33 @@ type Event int
 
 // The events a document write can cause.
 const (
-	Deleted Event = iota + 1 // library.catalog.document.deleted
-	Purged                   // library.catalog.document.purged
+	Deleted       Event = iota + 1 // library.catalog.document.deleted
+	Purged                         // library.catalog.document.purged
+	Publication                    // library.catalog.document.published
+	Unpublication                  // library.catalog.document.unpublished
 )
 
 // Events returns the events of the change from before to after: a document
-// put in the trash, and one purged from it, are announced.
+// put in the trash, and one purged from it, are announced; so are a
+// publication of an existing document (a draft made public, or pending
+// changes made live) and an unpublication (draft.go). A create announces
+// nothing, published or not, as before drafts existed.
 func Events(before, after Document) []Event {
 	switch {
 	case after.IsDeleted && !before.IsDeleted:
 		return []Event{Deleted}
 	case after.Purged() && !before.Purged():
 		return []Event{Purged}
+	case before.Seq == 0:
+		return nil
+	}
+	_, wasPublic := PublicView(before)
+	_, isPublic := PublicView(after)
+	switch {
+	case isPublic && !after.PublishedAt.Equal(before.PublishedAt):
+		return []Event{Publication}
+	case wasPublic && !isPublic:
+		return []Event{Unpublication}
 	}
 	return nil
 }
@@ -224,6 +266,11 @@ type Store interface {
 	// Trashed returns up to limit ids of documents deleted before the
 	// given time and not purged.
 	Trashed(ctx context.Context, before time.Time, limit int) ([]string, error)
+	// Scheduled returns up to limit ids of documents with a publication or
+	// unpublication scheduled at or before now.
+	Scheduled(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	Revisions
 }
 
 // References looks up what documents point to, in the services that own it.

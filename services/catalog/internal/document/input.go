@@ -35,6 +35,14 @@ type Input struct {
 	FileID    string
 	// RelatedIDs are pinned related documents (related.go); optional.
 	RelatedIDs []string
+	// The editorial fields (draft.go): Status on a create ("" is
+	// published); Draft on a PATCH of a published document keeps the body
+	// as pending changes; PublishAt and UnpublishAt, date-times as sent
+	// ("" none), schedule a publication and an unpublication.
+	Status      string
+	Draft       bool
+	PublishAt   string
+	UnpublishAt string
 }
 
 // validate checks in against the rules of its type, without asking other

@@ -142,6 +142,9 @@ func dropUnusableMedia(ctx context.Context, refs References, d *Document) ([]str
 		}
 	}
 	dropMedia(d, dropped)
+	if d.Draft != nil {
+		dropMedia(d.Draft, dropped)
+	}
 	return dropped, nil
 }
 

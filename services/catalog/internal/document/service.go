@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/identity"
 )
 
@@ -19,6 +20,11 @@ type Service struct {
 	refs  References
 	log   *slog.Logger
 	now   func() time.Time
+	// retention bounds the revisions kept (editorial.go); zero keeps all.
+	retention Retention
+	// noRevisions: the benchmark's baseline (export_test.go), no revision
+	// kept.
+	noRevisions bool
 }
 
 // NewService returns a Service.
@@ -36,30 +42,32 @@ func NewID() string {
 // check validates in and checks the references and pins it makes, for the
 // document self ("" for a new one), and returns the document fields it
 // sets. Every failing field is reported at once.
-func (s *Service) check(ctx context.Context, in Input, self string) (Document, error) {
+func (s *Service) check(ctx context.Context, in Input, self string, draft bool) (Document, schedule, error) {
 	d, errs := validate(in)
+	sc := checkSchedule(in, draft, s.now(), &errs)
 	if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
-		return Document{}, err
+		return Document{}, sc, err
 	}
 	if err := checkPins(ctx, s.store, d.RelatedIDs, self, &errs); err != nil {
-		return Document{}, err
+		return Document{}, sc, err
 	}
 	if err := errs.Err(); err != nil {
-		return Document{}, err
+		return Document{}, sc, err
 	}
-	return d, nil
+	return d, sc, nil
 }
 
 // Create validates in and stores a new document.
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
+	draft := drafting(in, nil)
 	if _, errs := validate(in); len(errs) > 0 {
 		// A body wrong in itself writes nothing; its references are asked
 		// about too, so that one answer names every failing field.
-		_, err := s.check(ctx, in, "")
+		_, _, err := s.check(ctx, in, "", draft)
 		return Document{}, err
 	}
-	return s.store.Create(ctx, NewID(), in.adds(), func(nd *Document) error {
-		checked, err := s.check(ctx, in, "")
+	d, err := s.store.Create(ctx, NewID(), in.adds(), s.write(ctx, WhyCreate, func(nd *Document) error {
+		checked, sc, err := s.check(ctx, in, "", draft)
 		if err != nil {
 			return err
 		}
@@ -68,15 +76,22 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		checked.UpdatedAt = checked.CreatedAt
 		checked.CreatedBy = identity.Name(ctx)
 		checked.UpdatedBy = checked.CreatedBy
+		checked.Status, checked.PublishAt, checked.UnpublishAt = Published, sc.publishAt, sc.unpublishAt
+		if draft {
+			checked.Status = Draft
+		} else {
+			checked.PublishedAt = checked.CreatedAt
+		}
 		*nd = checked
 		return nil
-	})
+	}))
+	return d, err
 }
 
 // Update replaces a live document's fields with the full variant body in;
 // its type cannot change.
 func (s *Service) Update(ctx context.Context, id string, in Input) (Document, error) {
-	return s.store.Update(ctx, id, in.adds(), func(d *Document) error {
+	d, err := s.store.Update(ctx, id, in.adds(), s.write(ctx, WhyUpdate, func(d *Document) error {
 		if d.IsDeleted {
 			return ErrDeleted
 		}
@@ -86,15 +101,15 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if t := Type(in.Type); t.Valid() && t != d.Type {
 			return ErrTypeImmutable
 		}
-		checked, err := s.check(ctx, in, d.ID)
+		checked, sc, err := s.check(ctx, in, d.ID, drafting(in, d))
 		if err != nil {
 			return err
 		}
-		checked.ID, checked.CreatedAt, checked.CreatedBy = d.ID, d.CreatedAt, d.CreatedBy
-		checked.UpdatedAt, checked.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
-		*d = checked
+		land(d, in, checked, sc)
+		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
-	})
+	}))
+	return d, err
 }
 
 // after returns now, or just after prev if the clock has not passed it
@@ -111,7 +126,7 @@ func (s *Service) after(prev time.Time) time.Time {
 // no-op. It returns the document and whether this call deleted it.
 func (s *Service) Delete(ctx context.Context, id string) (Document, bool, error) {
 	deleted := false
-	d, err := s.store.Update(ctx, id, Refs{}, func(d *Document) error {
+	d, err := s.store.Update(ctx, id, Refs{}, s.write(ctx, WhyDelete, func(d *Document) error {
 		if d.IsDeleted {
 			return ErrUnchanged
 		}
@@ -119,14 +134,14 @@ func (s *Service) Delete(ctx context.Context, id string) (Document, bool, error)
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		d.DeletedAt, d.DeletedBy = d.UpdatedAt, d.UpdatedBy
 		return nil
-	})
+	}))
 	return d, deleted, err
 }
 
 // Restore brings a document back from the trash (a no-op on a live one).
 // Media gone or being deleted meanwhile are dropped (refs.go).
 func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
-	return s.store.Update(ctx, id, Refs{}, func(d *Document) error {
+	d, err := s.store.Update(ctx, id, Refs{}, s.write(ctx, WhyRestore, func(d *Document) error {
 		if !d.IsDeleted {
 			return ErrUnchanged
 		}
@@ -141,7 +156,8 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
 		d.IsDeleted, d.DeletedAt, d.DeletedBy = false, time.Time{}, ""
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
 		return nil
-	})
+	}))
+	return d, err
 }
 
 // TagsDeleted applies the deletion of tags (their events) to every
@@ -168,12 +184,17 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 	if err != nil {
 		return nil, err
 	}
-	return s.store.UpdateEach(ctx, naming, func(d *Document) error {
-		if !dropDeletedTags(d, ids, live) {
+	changed, err := s.store.UpdateEach(ctx, naming, s.write(ctx, whyEvent+events.TagDeleted, func(d *Document) error {
+		dropped := dropDeletedTags(d, ids, live)
+		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {
+			dropped = true
+		}
+		if !dropped {
 			return ErrUnchanged
 		}
 		return nil
-	})
+	}))
+	return changed, err
 }
 
 // MediaDeleted applies the deletion of a media (its event): documents that
@@ -185,12 +206,16 @@ func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (changed []D
 	if err != nil {
 		return nil, nil, err
 	}
-	changed, err = s.store.UpdateEach(ctx, naming, func(d *Document) error {
-		if !dropMedia(d, []string{mediaID}) {
+	changed, err = s.store.UpdateEach(ctx, naming, s.write(ctx, whyEvent+events.MediaDeleted, func(d *Document) error {
+		dropped := dropMedia(d, []string{mediaID})
+		if d.Draft != nil && dropMedia(d.Draft, []string{mediaID}) {
+			dropped = true
+		}
+		if !dropped {
 			return ErrUnchanged
 		}
 		return nil
-	})
+	}))
 	for _, d := range changed {
 		if !d.IsDeleted {
 			live = append(live, d.ID)

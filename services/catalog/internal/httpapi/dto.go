@@ -21,11 +21,13 @@ type documentInput struct {
 	FileID    string   `json:"fileId"`
 	// RelatedIDs is optional: absent or null pins nothing.
 	RelatedIDs []string `json:"relatedIds"`
+	editorialInput
 }
 
 func (in documentInput) domain() document.Input {
 	return document.Input{Type: in.Type, Title: in.Title, TagsIDs: in.TagsIDs, URL: in.URL,
-		Content: in.Content, Sources: in.Sources, ImagesIDs: in.ImagesIDs, FileID: in.FileID, RelatedIDs: in.RelatedIDs}
+		Content: in.Content, Sources: in.Sources, ImagesIDs: in.ImagesIDs, FileID: in.FileID, RelatedIDs: in.RelatedIDs,
+		Status: in.Status, Draft: in.Draft, PublishAt: in.PublishAt, UnpublishAt: in.UnpublishAt}
 }
 
 // documentShort is DocumentShort; documentAdminShort adds the BO fields.
@@ -40,6 +42,7 @@ type documentShort struct {
 type documentAdminShort struct {
 	documentShort
 	audit
+	Status string `json:"status"`
 }
 
 // audit is the back-office's record of a document's life (CONTRACT.md §5):
@@ -55,9 +58,12 @@ type audit struct {
 }
 
 func toAudit(d document.Document) audit {
-	a := audit{IsDeleted: d.IsDeleted, CreatedAt: httpx.FormatTime(d.CreatedAt), UpdatedAt: httpx.FormatTime(d.UpdatedAt),
+	// Deleted: in the trash. Not IsDeleted, which the replica's memory also
+	// sets on a draft, to hide it from the public side (library/public.go).
+	deleted := !d.DeletedAt.IsZero()
+	a := audit{IsDeleted: deleted, CreatedAt: httpx.FormatTime(d.CreatedAt), UpdatedAt: httpx.FormatTime(d.UpdatedAt),
 		CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}
-	if d.IsDeleted {
+	if deleted {
 		by := d.DeletedBy
 		a.DeletedAt, a.DeletedBy = httpx.FormatTime(d.DeletedAt), &by
 	}
@@ -84,6 +90,7 @@ type documentAdmin struct {
 	documentDetail
 	RelatedIDs []string `json:"relatedIds"`
 	audit
+	editorial
 }
 
 type mediaUsage struct {
@@ -96,7 +103,7 @@ func toShort(s document.Document) documentShort {
 }
 
 func toAdminShort(s document.Document) documentAdminShort {
-	return documentAdminShort{documentShort: toShort(s), audit: toAudit(s)}
+	return documentAdminShort{documentShort: toShort(s), audit: toAudit(s), Status: string(s.State())}
 }
 
 func toDetail(d document.Document, related []*document.Document) documentDetail {
@@ -126,7 +133,7 @@ func toAdmin(d document.Document, related []*document.Document) documentAdmin {
 	if pins == nil {
 		pins = []string{}
 	}
-	return documentAdmin{documentDetail: toDetail(d, related), RelatedIDs: pins, audit: toAudit(d)}
+	return documentAdmin{documentDetail: toDetail(d, related), RelatedIDs: pins, audit: toAudit(d), editorial: toEditorial(d)}
 }
 
 // syncPage is the answer of GET /public/sync (CONTRACT.md §8).

@@ -58,7 +58,7 @@ func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
 // but the downloads (which stream a media's bytes) shares one time budget
 // per request (httpx.Budget).
 func (h *Handler) Register(r gin.IRouter) {
-	b := r.Group("", httpx.Budget(httpx.RequestBudget))
+	b := r.Group("", httpx.Budget(httpx.RequestBudget), precondition)
 	httpx.GET(b, "/public/documents", h.list(false))
 	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
@@ -68,9 +68,10 @@ func (h *Handler) Register(r gin.IRouter) {
 	b.POST("/bo/documents", h.create)
 	b.PATCH("/bo/documents/:id", h.update)
 	b.DELETE("/bo/documents/:id", h.delete)
-	httpx.GET(b, "/bo/documents/:id/detail", h.detail(true))
+	httpx.GET(b, "/bo/documents/:id/detail", h.boDetail)
 	httpx.GET(r, "/bo/documents/:id/download", h.download(true))
 	b.POST("/bo/documents/:id/restore", h.restore)
+	h.registerEditorial(b)
 
 	httpx.GET(b, "/internal/media-usage/:id", h.mediaUsage)
 }
@@ -189,6 +190,7 @@ func toDetailOf(s *library.Snapshot, d *document.Document, admin bool) any {
 // it as the back-office sees it.
 func (h *Handler) written(c *gin.Context, status int, d document.Document) {
 	h.lib.Put(d)
+	c.Header("ETag", document.ETag(d.Version))
 	c.JSON(status, toDetailOf(h.lib.Current(), &d, true))
 }
 
@@ -283,6 +285,9 @@ func (h *Handler) mediaUsage(c *gin.Context) {
 func fail(c *gin.Context, err error) {
 	httpx.Abort(c, err, func(err error) *problem.Problem {
 		id := c.Param("id")
+		if p := editorialProblem(err, id); p != nil {
+			return p
+		}
 		var unavailable *document.UnavailableError
 		switch {
 		case errors.Is(err, document.ErrNotFound):

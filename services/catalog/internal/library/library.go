@@ -463,7 +463,7 @@ func (s *Snapshot) with(changes []document.Document, stable, counter, horizon in
 			// A copy of its own: a pointer into changes would keep every
 			// document read with it alive, old versions included, for as
 			// long as one of them is current.
-			held := d
+			held := publicOf(d)
 			docs[d.ID] = &held
 		}
 	}

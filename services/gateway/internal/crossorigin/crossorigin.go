@@ -56,7 +56,8 @@ func Public() *Policy {
 // No origin means no cross-origin call at all.
 func Admin(origins []string) *Policy {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	headers := append([]string{"Authorization", "Content-Type"}, readHeaders...)
+	// If-Match: a back-office write conditional on the version read.
+	headers := append([]string{"Authorization", "Content-Type", "If-Match"}, readHeaders...)
 	return newPolicy("the admin listener", origins, false, methods, headers)
 }
 

@@ -162,6 +162,13 @@ func table() []Route {
 		{"GET", "/bo/documents/:id/detail", Catalog, NoBody},
 		{"GET", "/bo/documents/:id/download", Catalog, NoBody},
 		{"POST", "/bo/documents/:id/restore", Catalog, NoBody},
+		// the editorial workflow
+		{"GET", "/bo/documents/:id/revisions", Catalog, NoBody},
+		{"GET", "/bo/documents/:id/revisions/:rev", Catalog, NoBody},
+		{"POST", "/bo/documents/:id/revisions/:rev/restore", Catalog, NoBody},
+		{"POST", "/bo/documents/:id/publish", Catalog, NoBody},
+		{"POST", "/bo/documents/:id/unpublish", Catalog, NoBody},
+		{"DELETE", "/bo/documents/:id/draft", Catalog, NoBody},
 
 		// media
 		{"GET", "/public/medias/:id", Media, NoBody},

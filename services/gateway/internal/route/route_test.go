@@ -39,6 +39,13 @@ func TestTable(t *testing.T) {
 		{"GET", "/bo/medias/:id", med, route.NoBody},
 		{"DELETE", "/bo/medias/:id", med, route.NoBody},
 		{"GET", "/bo/medias/:id/download", med, route.NoBody},
+		// the editorial workflow (issue 24)
+		{"GET", "/bo/documents/:id/revisions", cat, route.NoBody},
+		{"GET", "/bo/documents/:id/revisions/:rev", cat, route.NoBody},
+		{"POST", "/bo/documents/:id/revisions/:rev/restore", cat, route.NoBody},
+		{"POST", "/bo/documents/:id/publish", cat, route.NoBody},
+		{"POST", "/bo/documents/:id/unpublish", cat, route.NoBody},
+		{"DELETE", "/bo/documents/:id/draft", cat, route.NoBody},
 	}
 	for _, w := range want { // every GET answers HEAD too
 		if w.Method == "GET" {

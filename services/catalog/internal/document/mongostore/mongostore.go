@@ -79,6 +79,7 @@ const busyWait = 15 * time.Second
 type Store struct {
 	docs *mongo.Collection
 	meta *mongo.Collection
+	revs *mongo.Collection // revisions.go
 	log  *slog.Logger
 	now  func() time.Time
 	// seen is the highest counter value this process has read: a number
@@ -97,7 +98,8 @@ var _ document.Store = (*Store)(nil)
 // does not.
 func New(db *mongo.Database, log *slog.Logger) *Store {
 	primary := options.Collection().SetReadPreference(readpref.Primary())
-	return &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary), log: log,
+	return &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary),
+		revs: db.Collection("revisions", primary), log: log,
 		now: func() time.Time { return time.Now().UTC() }}
 }
 
@@ -126,7 +128,15 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("trash", false, "isDeleted", "deletedAt"),
 		mongox.Index("purgedAt", false, "purgedAt"),
 		mongox.Index("outbox", false, outbox.CountField),
+		mongox.Index("scheduled", false, "scheduled"),
+		mongox.Index("revPending", false, "revPending"),
+		mongox.Index("draftTagsIds", false, "draft.tagsIds"),
+		mongox.Index("draftFileId", false, "draft.file.id"),
+		mongox.Index("draftImagesIds", false, "draft.imagesIds"),
 	); err != nil {
+		return err
+	}
+	if err := mongox.EnsureIndexes(ctx, s.revs, mongox.Index("documentVersion", true, "documentId", "version")); err != nil {
 		return err
 	}
 	for _, id := range []string{counterID, horizonID} {
@@ -193,12 +203,14 @@ type doc struct {
 	PurgedAt  *time.Time    `bson:"purgedAt,omitempty"`
 	Pending   *holdDoc      `bson:"pending,omitempty"`
 	Held      bool          `bson:"held,omitempty"` // with pending: an equality the test database can index
+	Editorial editorialDoc  `bson:",inline"`        // revisions.go
 }
 
 // optional are the fields a document may lack; a commit unsets the ones
 // the new state does not have (and refsAt, kept by earlier versions).
 var optional = []string{"url", "tagSince", "relatedIds", "content", "sources", "imagesIds", "file", "deletedAt",
-	"createdBy", "updatedBy", "deletedBy", "deletedSeq", "purgedAt", "refsAt"}
+	"createdBy", "updatedBy", "deletedBy", "deletedSeq", "purgedAt", "refsAt",
+	"version", "change", "revPending", "status", "draft", "publishedAt", "publishAt", "unpublishAt", "scheduled"}
 
 func toDoc(d document.Document) doc {
 	out := doc{
@@ -224,6 +236,7 @@ func toDoc(d document.Document) doc {
 	if !d.DeletedAt.IsZero() {
 		out.DeletedAt = &d.DeletedAt
 	}
+	out.Editorial = toEditorial(d)
 	return out
 }
 
@@ -252,6 +265,7 @@ func (d doc) domain() document.Document {
 	if d.DeletedAt != nil {
 		out.DeletedAt = d.DeletedAt.UTC()
 	}
+	d.Editorial.into(&out)
 	return out
 }
 
@@ -300,11 +314,13 @@ func (s *Store) find(ctx context.Context, filter any, opts *options.FindOptionsB
 func (s *Store) Naming(ctx context.Context, refs document.Refs) ([]string, error) {
 	var or bson.A
 	if len(refs.Tags) > 0 {
-		or = append(or, bson.M{"tagsIds": bson.M{"$in": refs.Tags}}, bson.M{"pending.tags": bson.M{"$in": refs.Tags}})
+		or = append(or, bson.M{"tagsIds": bson.M{"$in": refs.Tags}}, bson.M{"pending.tags": bson.M{"$in": refs.Tags}},
+			bson.M{"draft.tagsIds": bson.M{"$in": refs.Tags}})
 	}
 	if len(refs.Media) > 0 {
 		or = append(or, bson.M{"file.id": bson.M{"$in": refs.Media}}, bson.M{"imagesIds": bson.M{"$in": refs.Media}},
-			bson.M{"pending.media": bson.M{"$in": refs.Media}})
+			bson.M{"pending.media": bson.M{"$in": refs.Media}},
+			bson.M{"draft.file.id": bson.M{"$in": refs.Media}}, bson.M{"draft.imagesIds": bson.M{"$in": refs.Media}})
 	}
 	if len(or) == 0 {
 		return nil, nil
@@ -316,7 +332,8 @@ func (s *Store) Naming(ctx context.Context, refs document.Refs) ([]string, error
 // and held ones that use it or may (a held document in the trash may be
 // being restored).
 func (s *Store) MediaUsers(ctx context.Context, mediaID string) ([]string, error) {
-	uses := bson.A{bson.M{"file.id": mediaID}, bson.M{"imagesIds": mediaID}}
+	uses := bson.A{bson.M{"file.id": mediaID}, bson.M{"imagesIds": mediaID},
+		bson.M{"draft.file.id": mediaID}, bson.M{"draft.imagesIds": mediaID}} // pending changes use it too
 	return s.ids(ctx, bson.M{"$or": bson.A{
 		bson.M{"isDeleted": false, "seq": bson.M{"$gt": 0}, "$or": uses},
 		bson.M{"held": true, "$or": append(uses, bson.M{"pending.media": mediaID})},
@@ -423,6 +440,11 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	// process) left replicas on the old one until the next write, refusing
 	// the cursors of replicas that had read the new one.
 	if _, err := s.next(ctx); err != nil {
+		return 0, err
+	}
+	// Their revisions go with them, before the tombstones (which a crash
+	// between leaves for the next sweep).
+	if _, err := s.revs.DeleteMany(ctx, bson.M{"documentId": bson.M{"$in": ids}}); err != nil {
 		return 0, err
 	}
 	published["_id"] = bson.M{"$in": ids}
@@ -783,6 +805,12 @@ func (s *Store) updateOf(ctx context.Context, before, after document.Document) (
 			ev, err = events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: after.ID}, after.UpdatedAt)
 		case document.Purged:
 			ev, err = events.New(ctx, Source, events.DocumentPurged, events.DocumentPurgedData{DocumentID: after.ID}, after.PurgedAt)
+		case document.Publication:
+			ev, err = events.New(ctx, Source, events.DocumentPublished,
+				events.DocumentPublishedData{DocumentID: after.ID, Version: after.Version}, after.PublishedAt)
+		case document.Unpublication:
+			ev, err = events.New(ctx, Source, events.DocumentUnpublished,
+				events.DocumentUnpublishedData{DocumentID: after.ID, Version: after.Version}, after.UpdatedAt)
 		}
 		if err != nil {
 			return nil, err

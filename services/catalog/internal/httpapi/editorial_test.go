@@ -1,0 +1,429 @@
+package httpapi_test
+
+// The editorial routes through the real Gin engine, on the development
+// database, with taxonomy and media stood in for (doctest).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/catalog/internal/document"
+	"github.com/doclib/services/catalog/internal/document/doctest"
+	"github.com/doclib/services/catalog/internal/document/mongostore"
+	"github.com/doclib/services/catalog/internal/httpapi"
+	"github.com/doclib/services/catalog/internal/library"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+var since = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// replica is one catalog process: its service, memory and routes.
+type replica struct {
+	t     *testing.T
+	world *doctest.World
+	svc   *document.Service
+	lib   *library.Library
+	h     http.Handler
+}
+
+func newWorld() *doctest.World {
+	return doctest.New().Tag("a", since, "c").Tag("b", since, "c").
+		Media(document.Media{ID: "png", Name: "a.png", MimeType: "image/png"})
+}
+
+func newReplica(t *testing.T, db *mongo.Database, w *doctest.World) *replica {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	store := mongostore.New(db, log)
+	testkit.Must(t, store.EnsureIndexes(context.Background()), "EnsureIndexes")
+	svc := document.NewService(store, w, log)
+	lib := library.New(store, w, log)
+	engine := httpx.NewEngine("catalog", log)
+	media, _ := url.Parse("http://127.0.0.1:1")
+	httpapi.New(svc, lib, httpapi.Options{MediaURL: media}).Register(engine)
+	return &replica{t: t, world: w, svc: svc, lib: lib, h: engine}
+}
+
+type answer struct {
+	code int
+	body []byte
+	hdr  http.Header
+}
+
+func (a answer) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(a.body, v); err != nil {
+		t.Fatalf("decode %s: %v", a.body, err)
+	}
+}
+
+func (a answer) problemCode(t *testing.T) string {
+	var p struct{ Code string }
+	a.json(t, &p)
+	return p.Code
+}
+
+// do sends a request; headers are name, value pairs. Public reads ask for
+// a revalidated answer, as the gateway does after a write.
+func (r *replica) do(method, path, body string, headers ...string) answer {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Cache-Control", "no-cache")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	r.h.ServeHTTP(rec, req)
+	return answer{code: rec.Code, body: rec.Body.Bytes(), hdr: rec.Header()}
+}
+
+func (r *replica) must(method, path, body string, want int, headers ...string) answer {
+	r.t.Helper()
+	a := r.do(method, path, body, headers...)
+	if a.code != want {
+		r.t.Fatalf("%s %s = %d %s, want %d", method, path, a.code, a.body, want)
+	}
+	return a
+}
+
+type boDoc struct {
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Status  string `json:"status"`
+	Version int64  `json:"version"`
+	Draft   *struct {
+		Title string `json:"title"`
+	} `json:"draft"`
+}
+
+func (r *replica) create(body string) boDoc {
+	r.t.Helper()
+	var d boDoc
+	r.must("POST", "/bo/documents", body, 201).json(r.t, &d)
+	return d
+}
+
+func linkBody(title, extra string) string {
+	return fmt.Sprintf(`{"type":"LINK","title":%q,"url":"https://example.org/%s"%s}`, title, url.PathEscape(title), extra)
+}
+
+// publicTitles returns the public listing as id -> title.
+func (r *replica) publicTitles() map[string]string {
+	r.t.Helper()
+	var list []struct{ ID, Title string }
+	r.must("GET", "/public/documents", "", 200).json(r.t, &list)
+	out := map[string]string{}
+	for _, d := range list {
+		out[d.ID] = d.Title
+	}
+	return out
+}
+
+func TestIfMatchOnEveryWrite(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	d := r.create(linkBody("one", ""))
+	etag := r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).hdr.Get("ETag")
+	if !strings.HasPrefix(etag, `"1.`) {
+		t.Fatalf("detail ETag %q, want the version first", etag)
+	}
+	next := r.must("PATCH", "/bo/documents/"+d.ID, linkBody("two", ""), 200, "If-Match", etag).hdr.Get("ETag")
+	if next != `"2"` {
+		t.Errorf("PATCH answer ETag %q", next)
+	}
+	stale := []struct{ method, path, body string }{
+		{"PATCH", "/bo/documents/" + d.ID, linkBody("three", "")},
+		{"PATCH", "/bo/documents/" + d.ID, linkBody("three", `,"draft":true`)},
+		{"DELETE", "/bo/documents/" + d.ID, ""},
+		{"POST", "/bo/documents/" + d.ID + "/restore", ""},
+		{"POST", "/bo/documents/" + d.ID + "/unpublish", ""},
+		{"POST", "/bo/documents/" + d.ID + "/publish", ""},
+		{"DELETE", "/bo/documents/" + d.ID + "/draft", ""},
+		{"POST", "/bo/documents/" + d.ID + "/revisions/1/restore", ""},
+		{"PATCH", "/bo/documents/" + d.ID, linkBody("three", "")}, // a tag not made here
+	}
+	for i, w := range stale {
+		tag := etag
+		if i == len(stale)-1 {
+			tag = `"garbage"`
+		}
+		a := r.do(w.method, w.path, w.body, "If-Match", tag)
+		if a.code != 412 || a.problemCode(t) != "precondition_failed" {
+			t.Errorf("%s %s with a stale If-Match = %d %s, want 412 precondition_failed", w.method, w.path, a.code, a.body)
+		}
+	}
+	var got boDoc
+	r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).json(t, &got)
+	if got.Title != "two" || got.Version != 2 || got.Status != "published" {
+		t.Errorf("after refused writes: %+v", got)
+	}
+	r.must("DELETE", "/bo/documents/"+d.ID, "", 204, "If-Match", next)
+	r.must("POST", "/bo/documents/"+d.ID+"/restore", "", 200) // no If-Match: as before
+}
+
+func TestDraftsAreNeverPublic(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	live := r.create(linkBody("live", ""))
+	draft := r.create(linkBody("draft", `,"status":"draft","tagsIds":["a"]`))
+	pinning := r.create(linkBody("pinning", fmt.Sprintf(`,"relatedIds":[%q]`, draft.ID)))
+	if draft.Status != "draft" || live.Status != "published" {
+		t.Fatalf("statuses %q %q", draft.Status, live.Status)
+	}
+	first := r.sync("")
+	if _, seen := r.publicTitles()[draft.ID]; seen || slices.Contains(first.ids(), draft.ID) {
+		t.Errorf("a draft is public: listing %v, sync %v", r.publicTitles(), first.ids())
+	}
+	r.must("GET", "/public/documents/"+draft.ID+"/detail", "", 404)
+	r.must("GET", "/public/documents/"+draft.ID+"/download", "", 404)
+	var detail struct {
+		RelatedDocuments []struct{ ID string } `json:"relatedDocuments"`
+	}
+	r.must("GET", "/public/documents/"+pinning.ID+"/detail", "", 200).json(t, &detail)
+	if len(detail.RelatedDocuments) != 0 {
+		t.Errorf("a pinned draft shows as related: %+v", detail)
+	}
+	var bo []struct{ ID, Status string }
+	r.must("GET", "/bo/documents", "", 200).json(t, &bo)
+	if len(bo) != 3 {
+		t.Errorf("back-office listing %+v, want the draft too", bo)
+	}
+
+	r.must("POST", "/bo/documents/"+draft.ID+"/publish", "", 200)
+	second := r.sync(first.Cursor)
+	if r.publicTitles()[draft.ID] != "draft" || !slices.Contains(second.ids(), draft.ID) {
+		t.Errorf("published draft: listing %v, sync %+v", r.publicTitles(), second)
+	}
+	r.must("POST", "/bo/documents/"+draft.ID+"/unpublish", "", 200)
+	third := r.sync(second.Cursor)
+	if _, seen := r.publicTitles()[draft.ID]; seen || !slices.Contains(third.Removed, draft.ID) {
+		t.Errorf("unpublished: listing %v, sync %+v", r.publicTitles(), third)
+	}
+	if a := r.do("POST", "/bo/documents/"+draft.ID+"/unpublish", ""); a.code != 409 || a.problemCode(t) != "not_published" {
+		t.Errorf("unpublish of a draft = %d %s", a.code, a.body)
+	}
+}
+
+type syncPage struct {
+	Cursor    string `json:"cursor"`
+	Documents []struct {
+		ID, Title string
+	} `json:"documents"`
+	Removed []string `json:"removedDocumentIds"`
+}
+
+func (p syncPage) ids() []string {
+	var out []string
+	for _, d := range p.Documents {
+		out = append(out, d.ID)
+	}
+	return out
+}
+
+func (r *replica) sync(cursor string) syncPage {
+	r.t.Helper()
+	path := "/public/sync"
+	if cursor != "" {
+		path += "?cursor=" + url.QueryEscape(cursor)
+	}
+	var p syncPage
+	r.must("GET", path, "", 200).json(r.t, &p)
+	return p
+}
+
+func TestPendingChanges(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	d := r.create(linkBody("live", ""))
+	var got boDoc
+	r.must("PATCH", "/bo/documents/"+d.ID, linkBody("pending", `,"draft":true`), 200).json(t, &got)
+	if got.Title != "live" || got.Draft == nil || got.Draft.Title != "pending" {
+		t.Errorf("PATCH draft answer %+v", got)
+	}
+	if r.publicTitles()[d.ID] != "live" {
+		t.Errorf("public side sees pending changes: %v", r.publicTitles())
+	}
+	r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).json(t, &got)
+	if got.Draft == nil || got.Draft.Title != "pending" || got.Title != "live" {
+		t.Errorf("back-office detail %+v, want both versions", got)
+	}
+	r.must("POST", "/bo/documents/"+d.ID+"/publish", "", 200)
+	if r.publicTitles()[d.ID] != "pending" {
+		t.Errorf("published pending changes: %v", r.publicTitles())
+	}
+	if a := r.do("POST", "/bo/documents/"+d.ID+"/publish", ""); a.code != 409 || a.problemCode(t) != "nothing_to_publish" {
+		t.Errorf("second publish = %d %s", a.code, a.body)
+	}
+	if a := r.do("DELETE", "/bo/documents/"+d.ID+"/draft", ""); a.code != 409 || a.problemCode(t) != "no_pending_changes" {
+		t.Errorf("discard without pending changes = %d %s", a.code, a.body)
+	}
+	r.must("PATCH", "/bo/documents/"+d.ID, linkBody("again", `,"draft":true`), 200)
+	r.must("DELETE", "/bo/documents/"+d.ID+"/draft", "", 200).json(t, &got)
+	if got.Draft != nil || r.publicTitles()[d.ID] != "pending" {
+		t.Errorf("discarded: %+v, public %v", got, r.publicTitles())
+	}
+}
+
+func TestRevisionRoutes(t *testing.T) {
+	t.Parallel()
+	w := newWorld()
+	r := newReplica(t, testkit.Mongo(t), w)
+	d := r.create(`{"type":"MARKDOWN","title":"v1","content":"x","tagsIds":["a","b"],"imagesIds":["png"]}`)
+	for i := 2; i <= 5; i++ {
+		r.must("PATCH", "/bo/documents/"+d.ID, fmt.Sprintf(`{"type":"MARKDOWN","title":"v%d","content":"y"}`, i), 200)
+	}
+	var page struct {
+		Revisions []struct {
+			Version int64  `json:"version"`
+			Why     string `json:"why"`
+		} `json:"revisions"`
+		NextBefore int64 `json:"nextBefore"`
+	}
+	r.must("GET", "/bo/documents/"+d.ID+"/revisions?limit=2", "", 200).json(t, &page)
+	if len(page.Revisions) != 2 || page.Revisions[0].Version != 5 || page.NextBefore != 4 {
+		t.Errorf("first page %+v", page)
+	}
+	r.must("GET", fmt.Sprintf("/bo/documents/%s/revisions?limit=2&before=%d", d.ID, page.NextBefore), "", 200).json(t, &page)
+	if len(page.Revisions) != 2 || page.Revisions[0].Version != 3 {
+		t.Errorf("second page %+v", page)
+	}
+	var one struct {
+		Version  int64 `json:"version"`
+		Document struct{ Title string }
+	}
+	r.must("GET", "/bo/documents/"+d.ID+"/revisions/1", "", 200).json(t, &one)
+	if one.Document.Title != "v1" {
+		t.Errorf("revision 1 = %+v", one)
+	}
+	other := r.create(linkBody("other", ""))
+	for _, path := range []string{"/bo/documents/" + d.ID + "/revisions/9", "/bo/documents/" + d.ID + "/revisions/x",
+		"/bo/documents/" + other.ID + "/revisions/5"} {
+		if a := r.do("GET", path, ""); a.code != 404 || a.problemCode(t) != "revision_not_found" {
+			t.Errorf("GET %s = %d %s", path, a.code, a.body)
+		}
+	}
+	if a := r.do("POST", "/bo/documents/"+other.ID+"/revisions/5/restore", ""); a.code != 404 {
+		t.Errorf("restore of another document's revision = %d %s", a.code, a.body)
+	}
+	w.Untag("b")
+	w.Unmedia("png")
+	var restored struct {
+		Title   string   `json:"title"`
+		TagsIDs []string `json:"tagsIds"`
+		Version int64    `json:"version"`
+		Dropped struct {
+			TagsIDs  []string `json:"tagsIds"`
+			MediaIDs []string `json:"mediaIds"`
+		} `json:"dropped"`
+	}
+	r.must("POST", "/bo/documents/"+d.ID+"/revisions/1/restore", "", 200).json(t, &restored)
+	if restored.Title != "v1" || strings.Join(restored.TagsIDs, ",") != "a" || restored.Version != 6 ||
+		strings.Join(restored.Dropped.TagsIDs, ",") != "b" || strings.Join(restored.Dropped.MediaIDs, ",") != "png" {
+		t.Errorf("restored %+v", restored)
+	}
+}
+
+func TestBadEditorialInput(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct{ body, fields string }{
+		{linkBody("x", fmt.Sprintf(`,"status":"draft","publishAt":%q`, past)), "publishAt"},
+		{linkBody("x", `,"status":"draft","publishAt":"next monday"`), "publishAt"},
+		{linkBody("x", fmt.Sprintf(`,"publishAt":%q`, soon)), "publishAt"},
+		{linkBody("x", `,"status":"hidden"`), "status"},
+		{linkBody("x", fmt.Sprintf(`,"status":"draft","publishAt":%q,"unpublishAt":%q`, soon, soon)), "unpublishAt"},
+	} {
+		a := r.do("POST", "/bo/documents", c.body)
+		var p struct {
+			Errors []struct{ Field string }
+		}
+		a.json(t, &p)
+		var fields []string
+		for _, e := range p.Errors {
+			fields = append(fields, e.Field)
+		}
+		if a.code != 422 || strings.Join(fields, ",") != c.fields {
+			t.Errorf("POST %s = %d %s, want 422 naming %s", c.body, a.code, a.body, c.fields)
+		}
+	}
+	var bo []any
+	r.must("GET", "/bo/documents", "", 200).json(t, &bo)
+	if len(bo) != 0 {
+		t.Errorf("refused creates left %d documents", len(bo))
+	}
+}
+
+// Publish vs PATCH vs a scheduled publication on three replicas: the
+// pending changes are published exactly once, and no change is lost (every
+// accepted write has its revision, in an unbroken sequence).
+func TestPublishRace(t *testing.T) {
+	t.Parallel()
+	db, w := testkit.Mongo(t), newWorld()
+	replicas := []*replica{newReplica(t, db, w), newReplica(t, db, w), newReplica(t, db, w)}
+	r := replicas[0]
+	for round := range 5 {
+		d := r.create(linkBody(fmt.Sprintf("live%d", round), ""))
+		at := time.Now().Add(300 * time.Millisecond)
+		r.must("PATCH", "/bo/documents/"+d.ID, linkBody("pending", fmt.Sprintf(`,"draft":true,"publishAt":%q`, at.UTC().Format(time.RFC3339Nano))), 200)
+		time.Sleep(time.Until(at))
+		done := make(chan answer, 8)
+		for _, x := range replicas {
+			go func() { done <- x.do("POST", "/bo/documents/"+d.ID+"/publish", "") }()
+			go func() {
+				_, err := x.svc.RunSchedule(context.Background(), time.Now(), 10)
+				done <- answer{code: map[bool]int{true: 200, false: 500}[err == nil]}
+			}()
+		}
+		go func() { done <- replicas[1].do("PATCH", "/bo/documents/"+d.ID, linkBody("late", `,"draft":true`), "") }()
+		published, patched := 0, false
+		for range 7 {
+			a := <-done
+			switch {
+			case a.code == 500:
+				t.Errorf("a write failed: %s", a.body)
+			case strings.Contains(string(a.body), `"nothing_to_publish"`):
+			case a.code == 200 && strings.Contains(string(a.body), `"late"`):
+				patched = true
+			}
+		}
+		revs, err := r.svc.Revisions(context.Background(), d.ID, 0, 100)
+		testkit.Must(t, err, "Revisions")
+		for i, rev := range revs {
+			if rev.Version != int64(len(revs)-i) {
+				t.Errorf("revisions not contiguous: %+v", revs)
+				break
+			}
+			if rev.Change.Why == document.WhyPublish || rev.Change.Why == document.WhyScheduled {
+				published++
+			}
+		}
+		var got boDoc
+		r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).json(t, &got)
+		lateKept := got.Title == "late" || (got.Draft != nil && got.Draft.Title == "late")
+		// The first pending changes are published exactly once; a second
+		// publication (a publish request after the late PATCH) can only
+		// publish the late changes.
+		once := published == 1 || (published == 2 && got.Title == "late" && got.Draft == nil)
+		if !once || !patched || !lateKept {
+			t.Errorf("round %d: %d publications, late PATCH accepted %v and kept %v; document %+v", round, published, patched, lateKept, got)
+		}
+	}
+}
