@@ -22,7 +22,7 @@ CHECKS     := charts/chartcheck deploy/composecheck
 
 export DOCLIB_BIN_DIR := $(BIN)
 
-.PHONY: help dev test lint tools build bench bench-tools clean-data helm-lint docs-assets browser
+.PHONY: help dev test lint tools build bench bench-tools clean-data helm-lint docs-assets browser vips
 
 help:
 	@echo "make dev    run the whole stack on 127.0.0.1 (public :8080, admin :8090; Ctrl-C stops it)"
@@ -34,7 +34,7 @@ dev: tools build
 
 # DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
 # when Chromium is missing (the browser target installs it).
-test: tools lint helm-lint browser
+test: tools vips lint helm-lint browser
 	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
 	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
@@ -59,11 +59,14 @@ $(BIN)/minio:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@echo ">> MinIO built"
 
-build: docs-assets
+# media alone uses cgo (libvips, for image renditions); the other services
+# are built without it, so they stay static binaries.
+build: docs-assets vips
 	@mkdir -p $(BIN)
-	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
+	@for s in $(SERVICES); do cgo=0; [ $$s = media ] && cgo=1; \
+	  CGO_ENABLED=$$cgo $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 
-bench: tools build bench-tools
+bench: tools build bench-tools vips
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/...
 
 # The listing benchmark compares with nginx under wrk (Debian packages).
@@ -112,3 +115,12 @@ $(DOCS_DIR)/dist/swagger-ui-bundle.js: $(DOCS_DIR)/package.json $(DOCS_DIR)/pack
 browser:
 	@command -v chromium >/dev/null || { echo ">> installing chromium (Debian package) for the /docs browser test"; \
 	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+# libvips (Debian packages) for the media service's image renditions:
+# libvips-dev to compile it (cgo, through govips), libvips-tools for the
+# vipsthumbnail the rendition benchmark compares with. (Debian-package
+# step of the media renditions; see services/media/README.md.)
+vips:
+	@pkg-config --exists vips && command -v vipsthumbnail >/dev/null || \
+	  { echo ">> installing libvips-dev and libvips-tools (Debian packages) for media renditions"; \
+	    apt-get update -qq && apt-get install -y -qq libvips-dev libvips-tools >/dev/null; }
