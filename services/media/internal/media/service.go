@@ -48,6 +48,10 @@ type Config struct {
 	// timeout); an upload begun longer ago than that (plus a margin) has
 	// ended, so the sweep may remove what it left. Default 30 minutes.
 	MaxUploadTime time.Duration
+	// StripMetadata removes EXIF (GPS included), XMP, IPTC and comments
+	// from JPEG uploads before they are stored (StripJPEG); the orientation
+	// is kept. Other types are stored as they came.
+	StripMetadata bool
 }
 
 // Service is the media use cases.

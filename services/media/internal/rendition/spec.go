@@ -94,7 +94,9 @@ type FieldError struct{ Field, Message string }
 // ValidationError lists every wrong parameter of a request.
 type ValidationError struct{ Fields []FieldError }
 
-func (e *ValidationError) Error() string { return fmt.Sprintf("%d invalid rendition parameter(s)", len(e.Fields)) }
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("%d invalid rendition parameter(s)", len(e.Fields))
+}
 
 // Asked reports whether q names any rendition parameter.
 func Asked(q url.Values) bool {
