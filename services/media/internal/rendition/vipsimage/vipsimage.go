@@ -54,6 +54,11 @@ func (Imager) Render(src []byte, s rendition.Spec) ([]byte, error) {
 			return nil, err
 		}
 	}
+	// Besides the savers' strip, the metadata fields are removed from the
+	// image itself (and WebP's EXIF chunk afterwards: stripWebP).
+	if err := img.RemoveMetadata(); err != nil {
+		return nil, fmt.Errorf("remove metadata: %w", err)
+	}
 	out, err := export(img, s)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", s.Format, err)
@@ -112,7 +117,9 @@ func export(img *vips.ImageRef, s rendition.Spec) ([]byte, error) {
 	case rendition.WebP:
 		p := vips.NewWebpExportParams()
 		p.Quality, p.StripMetadata = s.Quality, true
-		out, _, err = img.ExportWebp(p)
+		if out, _, err = img.ExportWebp(p); err == nil {
+			out, err = stripWebP(out)
+		}
 	case rendition.AVIF:
 		p := vips.NewAvifExportParams()
 		p.Quality, p.StripMetadata = s.Quality, true
