@@ -25,7 +25,8 @@ CHECKS     := charts/chartcheck deploy/composecheck api/apicheck
 
 export DOCLIB_BIN_DIR := $(BIN)
 
-.PHONY: help dev test lint tools build bench clean-data helm-lint debian-packages fresh-clone-check
+.PHONY: help dev test lint tools build bench clean-data helm-lint debian-packages fresh-clone-check \
+	dev-packages test-packages bench-packages
 
 help:
 	@echo "make dev    run the whole stack on 127.0.0.1 (public :8080, admin :8090; Ctrl-C stops it)"
@@ -37,22 +38,23 @@ help:
 # version: a stable release keeps only the current one, so a version pin
 # breaks at its next security update, and the names are left unpinned).
 # Checked with dpkg; only the missing ones are installed.
-DEBS_DEV   :=
+# libvips-dev: the media service's image renditions (cgo, through govips);
+# libvips-tools: the vipsthumbnail the rendition benchmark compares with.
+DEBS_DEV   := libvips-dev
 DEBS_TEST  := $(DEBS_DEV) chromium
-DEBS_BENCH := $(DEBS_DEV) nginx-light wrk
+DEBS_BENCH := $(DEBS_DEV) nginx-light wrk libvips-tools
 
 dev: tools build
 	@$(BIN)/devstack
 
 # DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
 # when Chromium is missing.
-test: tools lint helm-lint fresh-clone-check
-	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_TEST)" FOR=test
+test: test-packages tools lint helm-lint fresh-clone-check
 	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
 	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
-lint:
+lint: dev-packages
 	@out=$$(gofmt -l $(GO_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(MODULES)
 	cd tools && GOWORK=off $(GO) vet ./...
@@ -72,15 +74,23 @@ $(BIN)/minio:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install github.com/minio/minio@$(MINIO_VERSION)
 	@echo ">> MinIO built"
 
-build:
-	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_DEV)" FOR=dev
+# media alone uses cgo (libvips, for image renditions); the other services
+# are built without it, so they stay static binaries.
+build: dev-packages
 	@mkdir -p $(BIN)
-	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
+	@for s in $(SERVICES); do cgo=0; [ $$s = media ] && cgo=1; \
+	  CGO_ENABLED=$$cgo $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 
 # The listing benchmark compares with nginx under wrk (DEBS_BENCH).
-bench: tools build
-	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_BENCH)" FOR=bench
+bench: bench-packages tools build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./e2e/...
+
+dev-packages:
+	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_DEV)" FOR=dev
+test-packages:
+	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_TEST)" FOR=test
+bench-packages:
+	@$(MAKE) --no-print-directory debian-packages DEBS="$(DEBS_BENCH)" FOR=bench
 
 # Installs the packages of DEBS that are missing: as root with apt-get,
 # otherwise with `sudo -n` where sudo needs no password; else it names them

@@ -30,6 +30,8 @@ import (
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/miniostore"
 	"github.com/doclib/services/media/internal/media/mongostore"
+	"github.com/doclib/services/media/internal/rendition"
+	"github.com/doclib/services/media/internal/rendition/vipsimage"
 	"github.com/doclib/services/media/internal/usage"
 )
 
@@ -62,6 +64,7 @@ type settings struct {
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
 	s3          miniostore.Config
 	media       media.Config
+	renditions  rendition.Config
 	relay       outbox.RelayConfig
 }
 
@@ -89,13 +92,40 @@ func load(env *config.Env) (settings, error) {
 		media: media.Config{
 			MaxSize:      env.Int("MEDIA_MAX_UPLOAD_SIZE", media.DefaultMaxSize, 1, math.MaxInt64-(1<<30)),
 			AllowedTypes: env.List("MEDIA_ALLOWED_TYPES", media.DefaultAllowedTypes),
+			// Privacy: a phone photo carries where it was taken.
+			StripMetadata: env.Bool("MEDIA_STRIP_METADATA", false),
 		},
-		relay: outbox.LoadRelayConfig(env),
+		relay:      outbox.LoadRelayConfig(env),
+		renditions: loadRenditions(env),
 	}
 	if strings.Contains(s.s3.Endpoint, "://") || strings.Contains(s.s3.Endpoint, "/") {
 		env.Check("S3_ENDPOINT", errors.New("must be host:port, without a scheme or a path (TLS is S3_USE_TLS)"))
 	}
 	return s, env.Err()
+}
+
+// loadRenditions reads the RENDITION_* settings (README: Image renditions).
+func loadRenditions(env *config.Env) rendition.Config {
+	c := rendition.Config{
+		AllowArbitrary:  env.Bool("RENDITION_ARBITRARY_SIZES", false),
+		MaxSide:         int(env.Int("RENDITION_MAX_SIDE", rendition.DefaultMaxSide, 16, 16384)),
+		Quality:         int(env.Int("RENDITION_QUALITY", rendition.DefaultQuality, 1, 100)),
+		AutoAVIF:        env.Bool("RENDITION_AUTO_AVIF", false),
+		SVG:             env.Bool("RENDITION_SVG", false),
+		Concurrency:     int(env.Int("RENDITION_CONCURRENCY", rendition.DefaultConcurrency, 1, 64)),
+		Wait:            env.Duration("RENDITION_WAIT", rendition.DefaultWait),
+		MaxSourceBytes:  env.Int("RENDITION_MAX_SOURCE_BYTES", rendition.DefaultMaxSourceBytes, 1, 1<<30),
+		MaxSourcePixels: int(env.Int("RENDITION_MAX_SOURCE_PIXELS", media.MaxImagePixels, 1, media.MaxImagePixels)),
+	}
+	var err error
+	if c.Sizes, err = rendition.ParseSizes(env.String("RENDITION_SIZES", "160,320,640,1280,1920"), c.MaxSide); err != nil {
+		env.Check("RENDITION_SIZES", err)
+	}
+	if c.Presets, err = rendition.ParsePresets(env.String("RENDITION_PRESETS",
+		"thumb:160x160:cover,card:640x0:inside,full:1920x1920:inside"), c.MaxSide); err != nil {
+		env.Check("RENDITION_PRESETS", err)
+	}
+	return c
 }
 
 // run wires the service top to bottom. It starts, in this order, the
@@ -177,7 +207,8 @@ func run(ctx context.Context) error {
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
-	httpapi.New(svc, store, log, relay.Nudge).Register(engine)
+	renditions := rendition.NewService(cfg.renditions, blobs, svc, vipsimage.New(log), log)
+	httpapi.New(svc, store, log, relay.Nudge).WithRenditions(renditions).Register(engine)
 
 	return httpx.Serve(ctx, log, cfg.server, engine, health)
 }

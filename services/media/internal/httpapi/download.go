@@ -1,10 +1,16 @@
 package httpapi
 
 import (
+	"context"
+	"path"
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/problem"
 	"github.com/doclib/services/media/internal/media"
+	"github.com/doclib/services/media/internal/rendition"
 )
 
 // Cache-Control of downloads: the bytes behind an id never change. Back-office
@@ -18,6 +24,9 @@ const (
 // download streams the file; ranges and conditional requests are answered
 // by httpx.ServeContent, which needs the validators set before it runs.
 func (h *Handler) download(c *gin.Context, cacheControl string) {
+	if h.renditions != nil && rendition.Asked(c.Request.URL.Query()) && h.serveRendition(c, cacheControl) {
+		return
+	}
 	m, obj, err := h.svc.Open(c, c.Param("id"))
 	if err != nil {
 		fail(c, err)
@@ -42,4 +51,64 @@ func disposition(m media.Media) string {
 		return "inline"
 	}
 	return "attachment"
+}
+
+// serveRendition answers a download that names rendition parameters, and
+// reports false when the media gets none (not an image, or an SVG while
+// they are not rasterised): the original is served, the parameters
+// ignored.
+func (h *Handler) serveRendition(c *gin.Context, cacheControl string) bool {
+	ctx, cancel := context.WithTimeout(c, media.DBBudget)
+	m, err := h.svc.Get(ctx, c.Param("id"))
+	cancel()
+	if err != nil {
+		fail(c, err)
+		return true
+	}
+	if !h.renditions.Renders(m.MimeType) {
+		return false
+	}
+	req, err := h.renditions.Config().Parse(c.Request.URL.Query(), c.GetHeader("Accept"), m.MimeType)
+	if err != nil {
+		fail(c, err)
+		return true
+	}
+	res, err := h.renditions.Get(c, m, req.Spec)
+	if err != nil {
+		fail(c, err)
+		return true
+	}
+	defer res.Body.Close()
+	hd := c.Writer.Header()
+	if req.Negotiated {
+		hd.Set("Vary", "Accept")
+	}
+	hd.Set("Content-Type", res.ContentType)
+	hd.Set("ETag", res.ETag)
+	hd.Set("Content-Disposition", httpx.ContentDisposition("inline", renamed(m.Name, req.Format)))
+	hd.Set("Cache-Control", cacheControl)
+	if err := httpx.ServeContent(c.Writer, c.Request, res.ModTime, res.Size, res.Body); err != nil {
+		_ = c.Error(err)
+		h.log.WarnContext(c, "rendition download broke off", "media_id", m.ID, "error", err)
+	}
+	return true
+}
+
+// renamed is name with the extension of format.
+func renamed(name, format string) string {
+	if ext := path.Ext(name); ext != "" {
+		name = strings.TrimSuffix(name, ext)
+	}
+	if format == rendition.JPEG {
+		return name + ".jpg"
+	}
+	return name + "." + format
+}
+
+func fieldErrors(e *rendition.ValidationError) []problem.FieldError {
+	out := make([]problem.FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		out[i] = problem.FieldError{Field: f.Field, Message: f.Message}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"net/url"
+
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/services/media/internal/media"
 )
@@ -16,6 +18,8 @@ type (
 		// Width and Height: images only (CONTRACT.md §10).
 		Width  int `json:"width,omitempty"`
 		Height int `json:"height,omitempty"`
+		// Renditions: the download URL of each preset, images only.
+		Renditions map[string]string `json:"renditions,omitempty"`
 	}
 	// lookupMedia is an item of the internal lookup.
 	lookupMedia struct {
@@ -31,12 +35,26 @@ type (
 	}
 )
 
-func toFileMedia(m media.Media) fileMedia {
-	return fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, SHA256: m.SHA256, Width: m.Width, Height: m.Height}
+func (h *Handler) toFileMedia(m media.Media) fileMedia {
+	return fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, SHA256: m.SHA256, Width: m.Width, Height: m.Height,
+		Renditions: h.presetLinks(m)}
 }
 
-func toFileMediaAdmin(m media.Media) fileMediaAdmin {
-	return fileMediaAdmin{fileMedia: toFileMedia(m),
+// presetLinks are the public download URLs of every preset of m, when m
+// gets renditions.
+func (h *Handler) presetLinks(m media.Media) map[string]string {
+	if h.renditions == nil || !h.renditions.Renders(m.MimeType) {
+		return nil
+	}
+	links := map[string]string{}
+	for name := range h.renditions.Config().Presets {
+		links[name] = "/public/medias/" + m.ID + "/download?preset=" + url.QueryEscape(name)
+	}
+	return links
+}
+
+func (h *Handler) toFileMediaAdmin(m media.Media) fileMediaAdmin {
+	return fileMediaAdmin{fileMedia: h.toFileMedia(m),
 		CreatedAt: httpx.FormatTime(m.CreatedAt), UpdatedAt: httpx.FormatTime(m.UpdatedAt),
 		CreatedBy: m.CreatedBy, UpdatedBy: m.UpdatedBy}
 }

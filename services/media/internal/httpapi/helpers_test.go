@@ -36,6 +36,7 @@ import (
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/miniostore"
 	"github.com/doclib/services/media/internal/media/mongostore"
+	"github.com/doclib/services/media/internal/rendition"
 	"github.com/doclib/services/media/internal/usage"
 )
 
@@ -85,6 +86,8 @@ type api struct {
 	blobs   *miniostore.Store
 	catalog *catalog
 	deleted int
+	// renditions, when set, is given to the handler (WithRenditions).
+	renditions *rendition.Service
 }
 
 // newAPI builds the real engine on this test's own database and bucket.
@@ -127,7 +130,11 @@ func (a *api) replica() *api {
 func (a *api) engine(log *slog.Logger) http.Handler {
 	e := httpx.NewEngine("media", log)
 	e.Use(proof.Middleware(proof.NewVerifier(identityKey))) // as cmd/media wires it
-	httpapi.New(a.svc, a.store, log, func() { a.deleted++ }).Register(e)
+	h := httpapi.New(a.svc, a.store, log, func() { a.deleted++ })
+	if a.renditions != nil {
+		h.WithRenditions(a.renditions)
+	}
+	h.Register(e)
 	return e
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/media/internal/media"
+	"github.com/doclib/services/media/internal/rendition"
 )
 
 // multipartSlack is what a request body may carry beyond the file: part
@@ -56,6 +57,8 @@ type Handler struct {
 	log       *slog.Logger
 	records   *rendering.Cache[records]
 	onDeleted func()
+	// renditions makes images' renditions; nil ignores the parameters.
+	renditions *rendition.Service
 }
 
 // records is every live media rendered: the back-office listing, and each
@@ -75,6 +78,13 @@ func New(svc *media.Service, rev Revisioner, log *slog.Logger, onDeleted func())
 	}
 	h := &Handler{svc: svc, log: log, onDeleted: onDeleted}
 	h.records = &rendering.Cache[records]{Load: h.render, Revision: rev.Revision, MaxAge: maxAge}
+	return h
+}
+
+// WithRenditions makes the downloads answer the rendition parameters with
+// r, and the records list the presets' URLs.
+func (h *Handler) WithRenditions(r *rendition.Service) *Handler {
+	h.renditions = r
 	return h
 }
 
@@ -117,9 +127,9 @@ func (h *Handler) render(ctx context.Context) (records, error) {
 	out := records{byID: make(map[string]record, len(ms))}
 	list := make([]fileMediaAdmin, len(ms))
 	for i, m := range ms {
-		list[i] = toFileMediaAdmin(m)
+		list[i] = h.toFileMediaAdmin(m)
 		var rec record
-		if rec.public, err = rendering.JSON(toFileMedia(m)); err != nil {
+		if rec.public, err = rendering.JSON(h.toFileMedia(m)); err != nil {
 			return records{}, err
 		}
 		if rec.admin, err = rendering.JSON(list[i]); err != nil {
@@ -212,7 +222,7 @@ func (h *Handler) upload(c *gin.Context) {
 			status = http.StatusOK
 		}
 		c.Header("Location", "/bo/medias/"+m.ID)
-		c.JSON(status, toFileMediaAdmin(m))
+		c.JSON(status, h.toFileMediaAdmin(m))
 		return
 	}
 }
@@ -262,7 +272,7 @@ func (h *Handler) lookupMedias(c *gin.Context) {
 	}
 	out := make([]lookupMedia, len(ms))
 	for i, m := range ms {
-		out[i] = lookupMedia{fileMedia: toFileMedia(m), Deleting: m.Deleting}
+		out[i] = lookupMedia{fileMedia: h.toFileMedia(m), Deleting: m.Deleting}
 	}
 	c.JSON(http.StatusOK, out)
 }
@@ -272,11 +282,13 @@ func (h *Handler) lookupMedias(c *gin.Context) {
 func fail(c *gin.Context, err error) {
 	httpx.Abort(c, err, func(err error) *problem.Problem {
 		var (
-			tooLarge    *media.TooLargeError
-			unsupported *media.UnsupportedTypeError
-			incomplete  *media.IncompleteError
-			badImage    *media.ImageError
-			inUse       *media.InUseError
+			tooLarge     *media.TooLargeError
+			unsupported  *media.UnsupportedTypeError
+			incomplete   *media.IncompleteError
+			badImage     *media.ImageError
+			inUse        *media.InUseError
+			params       *rendition.ValidationError
+			unrenderable *rendition.NotRenderableError
 		)
 		switch {
 		case errors.Is(err, media.ErrNotFound):
@@ -302,6 +314,13 @@ func fail(c *gin.Context, err error) {
 		case errors.Is(err, media.ErrUsageUnknown):
 			return problem.Unavailable("the catalog could not be asked whether documents use the media; nothing was deleted, try again shortly").
 				With("Retry-After", "5")
+		case errors.As(err, &params):
+			return problem.Validation("the rendition parameters are invalid", fieldErrors(params))
+		case errors.As(err, &unrenderable):
+			return problem.New(http.StatusUnprocessableEntity, "image_not_renderable",
+				"no rendition can be made of this image: "+unrenderable.Reason+"; the original is served without parameters")
+		case errors.Is(err, rendition.ErrBusy):
+			return problem.Unavailable("too many renditions are being made; try again shortly").With("Retry-After", "2")
 		case errors.Is(err, media.ErrStorageUnavailable):
 			return problem.Unavailable("the file storage is unavailable; try again shortly").
 				With("Retry-After", "5")

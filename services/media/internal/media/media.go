@@ -176,10 +176,28 @@ type Blobs interface {
 	// Remove deletes key and any unfinished multipart upload to it; a
 	// missing key is not an error.
 	Remove(ctx context.Context, key string) error
+	// OpenInfo is Open that also says the object's size, time and metadata.
+	OpenInfo(ctx context.Context, key string) (Object, BlobInfo, error)
+	// PutBytes stores a small object whole, with user metadata.
+	PutBytes(ctx context.Context, key, contentType string, b []byte, meta map[string]string) error
+	// RemovePrefix deletes every object whose key starts with prefix.
+	RemovePrefix(ctx context.Context, prefix string) error
 	// AbortUnfinished aborts the multipart uploads begun before cutoff that
 	// never finished, whatever their key, and returns how many.
 	AbortUnfinished(ctx context.Context, cutoff time.Time) (int, error)
 }
+
+// BlobInfo describes a stored object; Meta keys are lower-case.
+type BlobInfo struct {
+	Size    int64
+	ModTime time.Time
+	Meta    map[string]string
+}
+
+// RenditionPrefix is where the renditions of the original with digest
+// sha256 are stored (package rendition names each one below it): deleting
+// a media removes them all.
+func RenditionPrefix(sha256 string) string { return "renditions/" + sha256 + "/" }
 
 // Object is an opened blob: seekable so ranges can be served.
 type Object interface {

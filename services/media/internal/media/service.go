@@ -48,6 +48,10 @@ type Config struct {
 	// timeout); an upload begun longer ago than that (plus a margin) has
 	// ended, so the sweep may remove what it left. Default 30 minutes.
 	MaxUploadTime time.Duration
+	// StripMetadata removes EXIF (GPS included), XMP, IPTC and comments
+	// from JPEG uploads before they are stored (StripJPEG); the orientation
+	// is kept. Other types are stored as they came.
+	StripMetadata bool
 }
 
 // Service is the media use cases.
@@ -163,7 +167,21 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		s.log.WarnContext(ctx, "could not remove the object of a deleted media; the sweep will retry",
 			"media_id", id, "object_key", m.ObjectKey, "error", err)
 	}
+	if err := s.blobs.RemovePrefix(rctx, RenditionPrefix(m.SHA256)); err != nil {
+		s.log.WarnContext(ctx, "could not remove the renditions of a deleted media; the sweep will retry",
+			"media_id", id, "error", err)
+	}
 	return nil
+}
+
+// removeRenditions removes the renditions of a swept tombstone's bytes,
+// unless a live media has the same bytes again (uploaded since): the
+// renditions are theirs now.
+func (s *Service) removeRenditions(ctx context.Context, m Media) error {
+	if _, err := s.store.ByDigest(ctx, m.SHA256); err == nil || !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return s.blobs.RemovePrefix(ctx, RenditionPrefix(m.SHA256))
 }
 
 // release undoes a deletion mark; should that fail, Sweep clears it later.
@@ -195,8 +213,8 @@ func (s *Service) Sweep(ctx context.Context) error {
 	}
 	var errs []error
 	for _, m := range done {
-		if err := s.blobs.Remove(ctx, m.ObjectKey); err != nil {
-			errs = append(errs, fmt.Errorf("remove object of %s: %w", m.ID, err))
+		if err := errors.Join(s.blobs.Remove(ctx, m.ObjectKey), s.removeRenditions(ctx, m)); err != nil {
+			errs = append(errs, fmt.Errorf("remove object or renditions of %s: %w", m.ID, err))
 			continue // keep the record so the next sweep retries
 		}
 		if err := s.store.RemoveTombstone(ctx, m.ID); err != nil {

@@ -72,7 +72,13 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 		}
 	}()
 
-	in := &meter{r: br, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
+	var src io.Reader = br
+	if s.cfg.StripMetadata && mimeType == "image/jpeg" {
+		stripped := StripJPEG(br)
+		defer stripped.Close()
+		src = stripped
+	}
+	in := &meter{r: src, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
 	if slices.Contains(decodable, mimeType) {
 		in.header = readHeader()
 		defer in.header.stop()

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,25 +161,62 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 // request, so a missing object or a storage that is down shows here, before
 // anything is sent to the client.
 func (s *Store) Open(ctx context.Context, key string) (media.Object, error) {
+	o, _, err := s.OpenInfo(ctx, key)
+	return o, err
+}
+
+// OpenInfo is Open that also returns the object's size, time and metadata
+// (from the same Stat).
+func (s *Store) OpenInfo(ctx context.Context, key string) (media.Object, media.BlobInfo, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		cancel()
-		return nil, classify(err)
+		return nil, media.BlobInfo{}, classify(err)
 	}
 	o := &object{obj: obj, cancel: cancel, w: newWatchdog(OpTimeout, cancel)}
-	_, err = obj.Stat()
+	info, err := obj.Stat()
 	o.w.pause()
 	if err != nil {
 		fired := o.w.fired()
 		o.Close()
 		if fired {
-			return nil, fmt.Errorf("%w: no answer within %s", media.ErrStorageUnavailable, OpTimeout)
+			return nil, media.BlobInfo{}, fmt.Errorf("%w: no answer within %s", media.ErrStorageUnavailable, OpTimeout)
 		}
-		return nil, classify(err)
+		return nil, media.BlobInfo{}, classify(err)
 	}
 	o.w.d = StallTimeout
-	return o, nil
+	meta := make(map[string]string, len(info.UserMetadata))
+	for k, v := range info.UserMetadata {
+		meta[strings.ToLower(k)] = v
+	}
+	return o, media.BlobInfo{Size: info.Size, ModTime: info.LastModified, Meta: meta}, nil
+}
+
+// PutBytes implements media.Blobs: a small object in one request, with
+// user metadata (keys lower-case).
+func (s *Store) PutBytes(ctx context.Context, key, contentType string, b []byte, meta map[string]string) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{
+		ContentType: contentType, UserMetadata: meta,
+	})
+	return classify(err)
+}
+
+// RemovePrefix implements media.Blobs.
+func (s *Store) RemovePrefix(ctx context.Context, prefix string) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return classify(o.Err)
+		}
+		if err := s.client.RemoveObject(ctx, s.bucket, o.Key, minio.RemoveObjectOptions{}); err != nil {
+			return classify(err)
+		}
+	}
+	return nil
 }
 
 // Remove implements media.Blobs: the unfinished multipart uploads to key
