@@ -141,7 +141,7 @@ func run(ctx context.Context) error {
 	host, _ := os.Hostname()
 	dispatcher := delivery.NewDispatcher(dStore, subs, delivery.NewSender(guard), delivery.Config{
 		Retry: cfg.retry, Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), events.NewID()[:8]),
-		Poll: cfg.poll, Lease: 30 * time.Second,
+		Poll: cfg.poll, Lease: 25 * time.Second,
 	}, log)
 	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
 	dispatched := make(chan struct{})

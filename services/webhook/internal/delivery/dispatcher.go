@@ -26,7 +26,10 @@ type Config struct {
 	// dispatcher at the subscriptions (new events nudge at once).
 	Poll time.Duration
 	// Lease is how long a worker holds its queue without renewing; a
-	// process that dies leaves it to another replica after that.
+	// process that dies leaves it to another replica (or its own restart)
+	// after that. It is renewed when less than half is left, so it must be
+	// more than twice an attempt's Timeout: a lease never lapses during an
+	// attempt, and two processes never send one queue at once.
 	Lease time.Duration
 }
 
@@ -145,7 +148,7 @@ func (d *Dispatcher) work(ctx context.Context, sub string, w *worker) {
 			ok, err := d.store.Acquire(ctx, sub, d.cfg.Owner, now.Add(d.cfg.Lease))
 			if err != nil || !ok {
 				held = time.Time{}
-				d.wait(ctx, w, d.cfg.Lease/3)
+				d.wait(ctx, w, d.cfg.Poll)
 				continue
 			}
 			held = now.Add(d.cfg.Lease)
