@@ -151,7 +151,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	call("DELETE", "/bo/tags-categories/audience", nil, 404)
 
 	// Webhooks.
-	rc := newReceiver(t, nil)
+	rc := newHookReceiver(t, nil)
 	var sub struct{ ID string }
 	call("POST", "/bo/webhooks", map[string]any{"url": rc.srv.URL, "eventTypes": []string{"tag.*"}}, 201).JSON(t, &sub)
 	call("POST", "/bo/webhooks", map[string]any{"url": "nope", "eventTypes": []string{"x"}}, 422)

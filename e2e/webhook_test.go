@@ -17,9 +17,9 @@ import (
 	"github.com/doclib/libs/testkit"
 )
 
-// receiver is a webhook receiver started by a test on loopback. It keeps
+// hookReceiver is a webhook receiver started by a test on loopback. It keeps
 // every request it gets; answer decides the status of the n-th (from 1).
-type receiver struct {
+type hookReceiver struct {
 	srv    *httptest.Server
 	answer func(n int, r *http.Request) int
 
@@ -41,9 +41,9 @@ type payload struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-func newReceiver(t *testing.T, answer func(n int, r *http.Request) int) *receiver {
+func newHookReceiver(t *testing.T, answer func(n int, r *http.Request) int) *hookReceiver {
 	t.Helper()
-	rc := &receiver{answer: answer}
+	rc := &hookReceiver{answer: answer}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
@@ -60,7 +60,7 @@ func newReceiver(t *testing.T, answer func(n int, r *http.Request) int) *receive
 	return rc
 }
 
-func (rc *receiver) hooks() []hook {
+func (rc *hookReceiver) hooks() []hook {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]hook(nil), rc.got...)
@@ -68,7 +68,7 @@ func (rc *receiver) hooks() []hook {
 
 // distinct returns the hooks with a webhook-id not seen before, in order
 // of first receipt.
-func (rc *receiver) distinct() []hook {
+func (rc *hookReceiver) distinct() []hook {
 	seen := map[string]bool{}
 	var out []hook
 	for _, h := range rc.hooks() {
@@ -141,7 +141,7 @@ func tagIDOf(t *testing.T, p payload) string {
 
 // requireOrder checks the receiver got exactly the tag.deleted events of
 // ids, in order, each signed with secret.
-func requireOrder(t *testing.T, rc *receiver, secret string, ids []string) {
+func requireOrder(t *testing.T, rc *hookReceiver, secret string, ids []string) {
 	t.Helper()
 	hs := rc.distinct()
 	if len(hs) != len(ids) {
@@ -160,9 +160,9 @@ func requireOrder(t *testing.T, rc *receiver, secret string, ids []string) {
 // disables its subscription with the reason; viewers never see secrets.
 func TestWebhooksDeliverSignedEventsInOrder(t *testing.T) {
 	st := NewStack(t, nil)
-	good := newReceiver(t, nil)
-	failing := newReceiver(t, func(int, *http.Request) int { return 500 })
-	gone := newReceiver(t, func(int, *http.Request) int { return 410 })
+	good := newHookReceiver(t, nil)
+	failing := newHookReceiver(t, func(int, *http.Request) int { return 500 })
+	gone := newHookReceiver(t, func(int, *http.Request) int { return 410 })
 	g := st.subscribe(good.srv.URL+"/hook?token=abc", "tag.*")
 	f := st.subscribe(failing.srv.URL, "*")
 	x := st.subscribe(gone.srv.URL, "tag.deleted")
@@ -253,7 +253,7 @@ func TestWebhookBadInput(t *testing.T) {
 // signatures, and a receiver holding either secret verifies it.
 func TestWebhookSecretRotation(t *testing.T) {
 	st := NewStack(t, nil)
-	rc := newReceiver(t, nil)
+	rc := newHookReceiver(t, nil)
 	s := st.subscribe(rc.srv.URL, "tag.deleted")
 	var rotated subscribed
 	st.Must("POST", "/bo/webhooks/"+s.ID+"/rotate-secret", nil, 200).JSON(t, &rotated)
@@ -279,7 +279,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 func TestWebhookKilledMidDelivery(t *testing.T) {
 	st := NewStack(t, nil)
 	holding := make(chan struct{}, 1)
-	rc := newReceiver(t, func(n int, _ *http.Request) int {
+	rc := newHookReceiver(t, func(n int, _ *http.Request) int {
 		if n == 2 {
 			holding <- struct{}{}
 			time.Sleep(3 * time.Second) // the service dies meanwhile
@@ -308,7 +308,7 @@ func TestWebhookKilledMidDelivery(t *testing.T) {
 // services' outboxes, and reach the receiver once NATS is back.
 func TestWebhookNATSOutage(t *testing.T) {
 	st := NewStack(t, nil)
-	rc := newReceiver(t, nil)
+	rc := newHookReceiver(t, nil)
 	s := st.subscribe(rc.srv.URL, "tag.*", "category.deleted")
 	st.StopNATS()
 	ids := st.tagEvents("nats", 3)
@@ -326,7 +326,7 @@ func TestWebhookNATSOutage(t *testing.T) {
 // refused at once; a redirect to loopback is not followed.
 func TestWebhookSSRF(t *testing.T) {
 	st := NewStack(t, map[string][]string{"webhook": {"WEBHOOK_ALLOWED_NETWORKS="}})
-	rc := newReceiver(t, nil)
+	rc := newHookReceiver(t, nil)
 	port := rc.srv.URL[strings.LastIndex(rc.srv.URL, ":")+1:]
 
 	s := st.subscribe("http://localhost:"+port+"/hook", "*") // a name: checked when connecting
@@ -353,8 +353,8 @@ func TestWebhookSSRF(t *testing.T) {
 // address is a failed attempt; the other address gets nothing.
 func TestWebhookRedirectNotFollowed(t *testing.T) {
 	st := NewStack(t, nil)
-	target := newReceiver(t, nil)
-	redirect := newReceiver(t, func(_ int, _ *http.Request) int { return http.StatusTemporaryRedirect })
+	target := newHookReceiver(t, nil)
+	redirect := newHookReceiver(t, func(_ int, _ *http.Request) int { return http.StatusTemporaryRedirect })
 	redirect.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, target.srv.URL, http.StatusTemporaryRedirect)
 	})
