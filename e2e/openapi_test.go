@@ -150,6 +150,31 @@ func TestOpenAPIConformance(t *testing.T) {
 	call("DELETE", "/bo/tags-categories/audience", nil, 204)
 	call("DELETE", "/bo/tags-categories/audience", nil, 404)
 
+	// Webhooks.
+	rc := newHookReceiver(t, nil)
+	var sub struct{ ID string }
+	call("POST", "/bo/webhooks", map[string]any{"url": rc.srv.URL, "eventTypes": []string{"tag.*"}}, 201).JSON(t, &sub)
+	call("POST", "/bo/webhooks", map[string]any{"url": "nope", "eventTypes": []string{"x"}}, 422)
+	getAll("/bo/webhooks", 200)
+	getAll("/bo/webhooks", 401, noToken...)
+	getAll("/bo/webhooks/"+sub.ID, 200)
+	getAll("/bo/webhooks/nope", 404)
+	call("PATCH", "/bo/webhooks/"+sub.ID, `{"description":"CDN"}`, 200)
+	call("PATCH", "/bo/webhooks/nope", `{"description":"CDN"}`, 404)
+	call("POST", "/bo/webhooks/"+sub.ID+"/rotate-secret", nil, 200)
+	call("POST", "/bo/webhooks/nope/rotate-secret", nil, 404)
+	var ping struct{ ID string }
+	call("POST", "/bo/webhooks/"+sub.ID+"/ping", nil, 200).JSON(t, &ping)
+	call("POST", "/bo/webhooks/nope/ping", nil, 404)
+	getAll("/bo/webhooks/"+sub.ID+"/deliveries", 200)
+	getAll("/bo/webhooks/nope/deliveries", 404)
+	call("POST", "/bo/webhooks/"+sub.ID+"/deliveries/"+ping.ID+"/retry", nil, 202)
+	call("POST", "/bo/webhooks/"+sub.ID+"/deliveries/nope/retry", nil, 404)
+	getAll("/bo/webhook-event-types", 200)
+	getAll("/bo/webhook-event-types", 401, noToken...)
+	call("DELETE", "/bo/webhooks/"+sub.ID, nil, 204)
+	call("DELETE", "/bo/webhooks/"+sub.ID, nil, 404)
+
 	// What only an outage can fail: the services behind the gateway stopped.
 	for _, s := range []string{"taxonomy", "catalog", "media"} {
 		st.Stop(s)

@@ -25,7 +25,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"NATS_URL=nats://natsuser:hunter4@" + down,
 		"S3_ENDPOINT=" + down, "S3_ACCESS_KEY=hunter5", "S3_SECRET_KEY=hunter6",
 		"TAXONOMY_URL=http://svc:hunter7@" + down, "MEDIA_URL=http://svc:hunter8@" + down,
-		"CATALOG_URL=http://svc:hunter9@" + down,
+		"CATALOG_URL=http://svc:hunter9@" + down, "WEBHOOK_URL=http://svc:hunter14@" + down,
 		"BO_API_TOKENS=ops:editor:hunter10-token,ro:viewer:hunter11-token", "OIDC_ISSUER_URL=http://oidc:hunter12@" + down, "OIDC_AUDIENCE=doclib",
 		"IDENTITY_SIGNING_KEY=hunter13-0123456789abcdef0123456789abcdef", "MODERATOR_EMAIL=moderation@example.org",
 		"LOG_LEVEL=debug",

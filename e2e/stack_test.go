@@ -63,7 +63,7 @@ func TestMain(m *testing.M) {
 	testkit.Main(m)
 }
 
-// buildServices builds the four service binaries once per test binary.
+// buildServices builds the service binaries once per test binary.
 func buildServices(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -72,7 +72,7 @@ func buildServices(t testing.TB) string {
 			binErr = err
 			return
 		}
-		for _, s := range []string{"taxonomy", "catalog", "media", "gateway"} {
+		for _, s := range []string{"taxonomy", "catalog", "media", "webhook", "gateway"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, s), "./services/"+s+"/cmd/"+s)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -105,7 +105,7 @@ type Stack struct {
 }
 
 // order is the start order; the gateway last.
-var order = []string{"taxonomy", "media", "catalog", "gateway"}
+var order = []string{"taxonomy", "media", "catalog", "webhook", "gateway"}
 
 // gatewayAdmin names the gateway's second address (its admin listener).
 const gatewayAdmin = "gateway-admin"
@@ -137,7 +137,11 @@ func NewStack(t testing.TB, extra map[string][]string) *Stack {
 			"S3_SECRET_KEY=" + s3.SecretKey, "S3_BUCKET=" + name},
 		"catalog": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "cat", "NATS_URL=" + natsURL,
 			"TAXONOMY_URL=" + url("taxonomy"), "MEDIA_URL=" + url("media")},
+		// Tests start their receivers on loopback, over plain http.
+		"webhook": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "wh", "NATS_URL=" + natsURL,
+			"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128"},
 		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),
+			"WEBHOOK_URL=" + url("webhook"),
 			"BO_API_TOKENS=" + TokenName + ":editor:" + Token + "," + ViewerName + ":viewer:" + ViewerToken,
 			"SHUTDOWN_DRAIN_DELAY=0s", "PUBLIC_ADDR=" + st.addrs["gateway"], "ADMIN_ADDR=" + st.addrs[gatewayAdmin],
 			"CORS_ALLOWED_ORIGINS=" + BackOfficeOrigin},

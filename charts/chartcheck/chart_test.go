@@ -29,7 +29,7 @@ import (
 
 const chartDir = "../doclib"
 
-var services = []string{"gateway", "taxonomy", "catalog", "media"}
+var services = []string{"gateway", "taxonomy", "catalog", "media", "webhook"}
 
 // manifests is one render, decoded.
 type manifests struct {

@@ -67,7 +67,7 @@ func TestMonitoring(t *testing.T) {
 			if _, err := parser.ParseExpr(expr); err != nil {
 				t.Errorf("alert %s: %v\n%s", r.Alert, err, expr)
 			}
-			if !strings.Contains(expr, `namespace="doclib"`) || !strings.Contains(expr, `job=~"doclib-(gateway|taxonomy|catalog|media)"`) {
+			if !strings.Contains(expr, `namespace="doclib"`) || !strings.Contains(expr, `job=~"doclib-(gateway|taxonomy|catalog|media|webhook)"`) {
 				t.Errorf("alert %s does not select this release's series: %s", r.Alert, expr)
 			}
 			if r.Labels["severity"] == "" || r.Annotations["summary"] == "" || r.Annotations["description"] == "" {

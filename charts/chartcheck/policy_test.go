@@ -34,6 +34,7 @@ func checkNetworkPolicies(t *testing.T, m *manifests) {
 		"taxonomy": {"http": {"catalog", "gateway", "prometheus"}},
 		"catalog":  {"http": {"gateway", "media", "prometheus"}},
 		"media":    {"http": {"catalog", "gateway", "prometheus"}},
+		"webhook":  {"http": {"gateway", "prometheus"}},
 	}
 	for svc, ports := range want {
 		got := sources(netpol(t, m, svc))
@@ -47,7 +48,8 @@ func checkNetworkPolicies(t *testing.T, m *manifests) {
 	_, s3, _ := strings.Cut(env(t, deployment(t, m, "media"))["S3_ENDPOINT"], ":")
 	s3Port, _ := strconv.Atoi(s3)
 	for svc, wantPorts := range map[string][]int{
-		"taxonomy": {27017, 4222}, "catalog": {27017, 4222, 8081, 8083}, "media": {27017, 4222, s3Port, 8082}, "gateway": {8081, 8082, 8083},
+		"taxonomy": {27017, 4222}, "catalog": {27017, 4222, 8081, 8083}, "media": {27017, 4222, s3Port, 8082}, "gateway": {8081, 8082, 8083, 8084},
+		"webhook": {27017, 4222, 443},
 	} {
 		np := netpol(t, m, svc)
 		for _, port := range wantPorts {
@@ -240,7 +242,8 @@ func TestEgressFollowsEndpoints(t *testing.T) {
 		"taxonomy": "443 4318 4222 14222 27017 53/UDP 53",
 		"catalog":  "443 4318 4222 8081 8083 14222 27017 53/UDP 53",
 		"media":    "443 4318 4222 9000 8082 14222 27017 53/UDP 53",
-		"gateway":  "443 4318 8081 8082 8083 8443 53/UDP 53",
+		"gateway":  "443 4318 8081 8082 8083 8084 8443 53/UDP 53",
+		"webhook":  "443 4318 4222 14222 27017 53/UDP 53",
 	}
 	for svc, ports := range want {
 		if got := egressPorts(netpol(t, m, svc)); got != sortedFields(ports) {

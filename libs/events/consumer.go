@@ -418,6 +418,7 @@ func (c *Consumer) applyBatch(batch []jetstream.Msg) {
 			c.handle(msg) // redeliveries and poison keep their per-message path
 			continue
 		}
+		env.Sequence = md.Sequence.Stream
 		envs, msgs = append(envs, env), append(msgs, msg)
 	}
 	if len(msgs) == 0 {
@@ -514,6 +515,7 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		c.deadLetter(ctx, msg, md, msg.Headers().Get(jetstream.MsgIDHeader), reason)
 		return
 	}
+	env.Sequence = md.Sequence.Stream
 	span.SetAttributes(semconv.MessagingMessageID(env.ID))
 	log := c.log.With("eventId", env.ID, "subject", msg.Subject(), "delivery", md.NumDelivered)
 

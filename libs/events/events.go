@@ -117,6 +117,10 @@ type Envelope struct {
 	Time            time.Time       `json:"time"`
 	DataContentType string          `json:"datacontenttype"`
 	Data            json.RawMessage `json:"data"`
+	// Sequence is the LIBRARY stream's sequence of the message, set by the
+	// Consumer (not part of the wire form): the one order every event
+	// shares, which a consumer keeping events in order sorts by.
+	Sequence uint64 `json:"-"`
 }
 
 // Event is an envelope ready to publish, with the W3C trace context of the

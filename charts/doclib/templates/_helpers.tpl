@@ -1,9 +1,9 @@
 {{/*
-The four services, in start-up order. Templates range over this list and
+The five services, in start-up order. Templates range over this list and
 read each service's block of values with `index $.Values $name`.
 */}}
 {{- define "doclib.serviceNames" -}}
-["taxonomy","media","catalog","gateway"]
+["taxonomy","media","catalog","webhook","gateway"]
 {{- end }}
 
 {{- define "doclib.name" -}}
@@ -186,7 +186,7 @@ secrets and the downward API come after, then extraEnv.
 {{- else }}
 {{- $_ := set $plain "HTTP_ADDR" (printf ":%v" $svc.port) }}
 {{- end }}
-{{- if has $name (list "taxonomy" "catalog" "media") }}
+{{- if has $name (list "taxonomy" "catalog" "media" "webhook") }}
 {{- $_ := set $plain "MONGODB_DATABASE" (index $v.mongodb.databases $name) }}
 {{- $_ := set $plain "NATS_URL" $v.nats.url }}
 {{- end }}
@@ -205,10 +205,17 @@ secrets and the downward API come after, then extraEnv.
 {{- $_ := set $plain "S3_USE_TLS" (ternary "true" "false" $v.s3.useTLS) }}
 {{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
 {{- end }}
+{{- if eq $name "webhook" }}
+{{- $_ := set $plain "WEBHOOK_ALLOW_HTTP" (ternary "true" "false" $svc.allowHttp) }}
+{{- with $svc.allowedNetworks }}
+{{- $_ := set $plain "WEBHOOK_ALLOWED_NETWORKS" (join "," .) }}
+{{- end }}
+{{- end }}
 {{- if eq $name "gateway" }}
 {{- $_ := set $plain "TAXONOMY_URL" (include "doclib.url" (dict "root" $root "name" "taxonomy")) }}
 {{- $_ := set $plain "CATALOG_URL" (include "doclib.url" (dict "root" $root "name" "catalog")) }}
 {{- $_ := set $plain "MEDIA_URL" (include "doclib.url" (dict "root" $root "name" "media")) }}
+{{- $_ := set $plain "WEBHOOK_URL" (include "doclib.url" (dict "root" $root "name" "webhook")) }}
 {{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
 {{- if $v.bo.oidc.issuerUrl }}
 {{- $_ := set $plain "OIDC_ISSUER_URL" $v.bo.oidc.issuerUrl }}
@@ -248,7 +255,7 @@ secrets and the downward API come after, then extraEnv.
     secretKeyRef:
       name: {{ include "doclib.secretName.identity" $root }}
       key: {{ include "doclib.secretKey.identity" $root }}
-{{- if has $name (list "taxonomy" "catalog" "media") }}
+{{- if has $name (list "taxonomy" "catalog" "media" "webhook") }}
 - name: MONGODB_URI
   valueFrom:
     secretKeyRef:
@@ -318,5 +325,5 @@ pods' port instead, which .ports lists. (dict "root" $ "dest" "s3")
 
 {{/* A PromQL selector of this release's series. */}}
 {{- define "doclib.promSelector" -}}
-namespace="{{ .Release.Namespace }}", job=~"{{ include "doclib.fullname" . }}-(gateway|taxonomy|catalog|media)"
+namespace="{{ .Release.Namespace }}", job=~"{{ include "doclib.fullname" . }}-(gateway|taxonomy|catalog|media|webhook)"
 {{- end }}

@@ -1,7 +1,7 @@
 // Command devstack runs the whole document library on one machine for
 // development (`make dev`): FerretDB, NATS with JetStream and MinIO as the
 // backing servers (unless MONGODB_URI, NATS_URL or S3_ENDPOINT point to real
-// ones), then the four services, each as its own process on loopback. It
+// ones), then the five services, each as its own process on loopback. It
 // stays in the foreground until Ctrl-C, and stops everything when one part
 // fails. Data lives under .data/, so the next run resumes on it.
 package main
@@ -40,6 +40,7 @@ const (
 	taxonomyAddr = "127.0.0.1:8081"
 	catalogAddr  = "127.0.0.1:8082"
 	mediaAddr    = "127.0.0.1:8083"
+	webhookAddr  = "127.0.0.1:8084"
 	mongoAddr    = "127.0.0.1:27017"
 	natsAddr     = "127.0.0.1:4222"
 	minioAddr    = "127.0.0.1:9000"
@@ -91,7 +92,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	// Every address first, so a port in use stops us before anything starts.
-	addrs := []string{gatewayAddr, adminAddr, taxonomyAddr, catalogAddr, mediaAddr}
+	addrs := []string{gatewayAddr, adminAddr, taxonomyAddr, catalogAddr, mediaAddr, webhookAddr}
 	if mongoURI == "" {
 		addrs = append(addrs, mongoAddr)
 	}
@@ -150,8 +151,12 @@ func run(ctx context.Context) error {
 		{"taxonomy", taxonomyAddr, append([]string{"MODERATOR_EMAIL=" + envOr("MODERATOR_EMAIL", "moderation@example.org")}, common...)},
 		{"media", mediaAddr, append(append([]string{"CATALOG_URL=http://" + catalogAddr}, common...), s3Env...)},
 		{"catalog", catalogAddr, append([]string{"TAXONOMY_URL=http://" + taxonomyAddr, "MEDIA_URL=http://" + mediaAddr}, common...)},
+		// A receiver on the developer's own machine works out of the box:
+		// plain http and loopback addresses are allowed here only.
+		{"webhook", webhookAddr, append([]string{"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128"}, common...)},
 		{"gateway", gatewayAddr, []string{
 			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
+			"WEBHOOK_URL=http://" + webhookAddr,
 			"BO_API_TOKENS=" + tokens, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
 			"PUBLIC_ADDR=" + gatewayAddr, "ADMIN_ADDR=" + adminAddr, "IDENTITY_SIGNING_KEY=" + identityKey,
 			"CORS_ALLOWED_ORIGINS=" + envOr("CORS_ALLOWED_ORIGINS", devOrigins),
@@ -197,10 +202,10 @@ func run(ctx context.Context) error {
    Tokens:            %[3]s
    Try:  curl http://%[1]s/public/tags-categories
          curl -H 'Authorization: Bearer dev-token' http://%[2]s/bo/documents
- Services: taxonomy %[4]s, catalog %[5]s, media %[6]s
+ Services: taxonomy %[4]s, catalog %[5]s, media %[6]s, webhook %[7]s
  Data in .data/ (delete it to start empty). Ctrl-C stops everything.
 ==================================================================
-`, gatewayAddr, adminAddr, describeTokens(tokens), taxonomyAddr, catalogAddr, mediaAddr)
+`, gatewayAddr, adminAddr, describeTokens(tokens), taxonomyAddr, catalogAddr, mediaAddr, webhookAddr)
 
 	// Wait for Ctrl-C or for any child to die.
 	died := make(chan *devserver.Process, len(st.procs))

@@ -61,6 +61,7 @@ func loadConfig(env *config.Env) Config {
 			route.Taxonomy: env.URL("TAXONOMY_URL", ""),
 			route.Catalog:  env.URL("CATALOG_URL", ""),
 			route.Media:    env.URL("MEDIA_URL", ""),
+			route.Webhook:  env.URL("WEBHOOK_URL", ""),
 		},
 		OIDCIssuer:      env.String("OIDC_ISSUER_URL", ""),
 		OIDCAudience:    env.String("OIDC_AUDIENCE", ""),

@@ -14,7 +14,7 @@ func TestLoadConfig(t *testing.T) {
 	base := func() map[string]string {
 		return map[string]string{
 			"TAXONOMY_URL": "http://taxonomy:8080", "CATALOG_URL": "http://catalog:8080",
-			"MEDIA_URL": "http://media:8080", "BO_API_TOKENS": "alice:editor:tok-a-0123,ci:viewer:tok-b-0123",
+			"MEDIA_URL": "http://media:8080", "WEBHOOK_URL": "http://webhook:8080", "BO_API_TOKENS": "alice:editor:tok-a-0123,ci:viewer:tok-b-0123",
 			"IDENTITY_SIGNING_KEY": "k-0123456789abcdef0123456789abcdef",
 		}
 	}

@@ -35,7 +35,7 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	}
 	public, admin := addrs[0], addrs[1]
 	for k, v := range map[string]string{
-		"TAXONOMY_URL": upstream.URL, "CATALOG_URL": upstream.URL, "MEDIA_URL": upstream.URL,
+		"TAXONOMY_URL": upstream.URL, "CATALOG_URL": upstream.URL, "MEDIA_URL": upstream.URL, "WEBHOOK_URL": upstream.URL,
 		"BO_API_TOKENS": "ci:viewer:ci-token-0001", "IDENTITY_SIGNING_KEY": "k-0123456789abcdef0123456789abcdef",
 		"OIDC_ISSUER_URL": is.URL, "OIDC_AUDIENCE": "doclib-bo",
 		"PUBLIC_ADDR": public, "ADMIN_ADDR": admin, "SHUTDOWN_DRAIN_DELAY": "0s", "LOG_LEVEL": "error",

@@ -16,10 +16,11 @@ const (
 	Taxonomy Upstream = "taxonomy"
 	Catalog  Upstream = "catalog"
 	Media    Upstream = "media"
+	Webhook  Upstream = "webhook"
 )
 
 // Upstreams lists every service behind the gateway.
-func Upstreams() []Upstream { return []Upstream{Taxonomy, Catalog, Media} }
+func Upstreams() []Upstream { return []Upstream{Taxonomy, Catalog, Media, Webhook} }
 
 // Kind says what request body a route takes, which decides the body rules
 // the gateway enforces before forwarding.
@@ -178,5 +179,18 @@ func table() []Route {
 		{"GET", "/bo/medias/:id", Media, NoBody},
 		{"DELETE", "/bo/medias/:id", Media, NoBody},
 		{"GET", "/bo/medias/:id/download", Media, NoBody},
+
+		// webhook (secrets are only ever in the answers of the two writes
+		// that make them, which a viewer may not send)
+		{"GET", "/bo/webhooks", Webhook, NoBody},
+		{"POST", "/bo/webhooks", Webhook, JSON},
+		{"GET", "/bo/webhooks/:id", Webhook, NoBody},
+		{"PATCH", "/bo/webhooks/:id", Webhook, JSON},
+		{"DELETE", "/bo/webhooks/:id", Webhook, NoBody},
+		{"POST", "/bo/webhooks/:id/rotate-secret", Webhook, NoBody},
+		{"POST", "/bo/webhooks/:id/ping", Webhook, NoBody},
+		{"GET", "/bo/webhooks/:id/deliveries", Webhook, NoBody},
+		{"POST", "/bo/webhooks/:id/deliveries/:delivery/retry", Webhook, NoBody},
+		{"GET", "/bo/webhook-event-types", Webhook, NoBody},
 	}
 }

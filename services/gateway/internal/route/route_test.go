@@ -8,7 +8,7 @@ import (
 
 func TestTable(t *testing.T) {
 	t.Parallel()
-	tax, cat, med := route.Taxonomy, route.Catalog, route.Media
+	tax, cat, med, wh := route.Taxonomy, route.Catalog, route.Media, route.Webhook
 	want := []route.Route{
 		{"GET", "/public/tags-categories", tax, route.NoBody},
 		{"GET", "/bo/tags-categories", tax, route.NoBody},
@@ -46,6 +46,16 @@ func TestTable(t *testing.T) {
 		{"POST", "/bo/documents/:id/publish", cat, route.NoBody},
 		{"POST", "/bo/documents/:id/unpublish", cat, route.NoBody},
 		{"DELETE", "/bo/documents/:id/draft", cat, route.NoBody},
+		{"GET", "/bo/webhooks", wh, route.NoBody},
+		{"POST", "/bo/webhooks", wh, route.JSON},
+		{"GET", "/bo/webhooks/:id", wh, route.NoBody},
+		{"PATCH", "/bo/webhooks/:id", wh, route.JSON},
+		{"DELETE", "/bo/webhooks/:id", wh, route.NoBody},
+		{"POST", "/bo/webhooks/:id/rotate-secret", wh, route.NoBody},
+		{"POST", "/bo/webhooks/:id/ping", wh, route.NoBody},
+		{"GET", "/bo/webhooks/:id/deliveries", wh, route.NoBody},
+		{"POST", "/bo/webhooks/:id/deliveries/:delivery/retry", wh, route.NoBody},
+		{"GET", "/bo/webhook-event-types", wh, route.NoBody},
 	}
 	for _, w := range want { // every GET answers HEAD too
 		if w.Method == "GET" {

@@ -1,0 +1,191 @@
+// Command webhook sends the library's events to outside systems: it keeps
+// the webhook subscriptions (/bo/webhooks), consumes every event type of
+// the LIBRARY stream into one persisted queue per subscription, and sends
+// each queue in order, signed per Standard Webhooks, with retries.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/metrics"
+	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/periodic"
+	"github.com/doclib/libs/shutdown"
+	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/services/webhook/internal/delivery"
+	deliverystore "github.com/doclib/services/webhook/internal/delivery/mongostore"
+	"github.com/doclib/services/webhook/internal/destination"
+	"github.com/doclib/services/webhook/internal/eventtype"
+	"github.com/doclib/services/webhook/internal/httpapi"
+	"github.com/doclib/services/webhook/internal/subscription"
+	"github.com/doclib/services/webhook/internal/subscription/mongostore"
+)
+
+const service = "webhook"
+
+// consumerName is the one durable consumer of every webhook event type:
+// one consumer, not one per type, so events reach the queues in the
+// stream's order.
+const consumerName = "webhook-events"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, service+":", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	server      httpx.ServerConfig
+	logLevel    string
+	mongoURI    string
+	database    string
+	natsURL     string
+	identityKey []byte
+	allowHTTP   bool
+	allowed     []netip.Prefix
+	retry       delivery.Retry
+	grace       time.Duration // a rotated secret still signs this long
+	retention   time.Duration // finished deliveries stay in the log this long
+	poll        time.Duration
+}
+
+func load(env *config.Env) (settings, error) {
+	s := settings{
+		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
+			Addr: ":8084", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		}),
+		logLevel:    env.String("LOG_LEVEL", "info"),
+		mongoURI:    env.Required("MONGODB_URI"),
+		database:    env.String("MONGODB_DATABASE", "webhook"),
+		natsURL:     env.Required("NATS_URL"),
+		identityKey: proof.LoadKey(env),
+		allowHTTP:   env.Bool("WEBHOOK_ALLOW_HTTP", false),
+		retry: delivery.Retry{
+			Initial: env.Duration("WEBHOOK_RETRY_INITIAL", 5*time.Second),
+			Max:     env.Duration("WEBHOOK_RETRY_MAX", 15*time.Minute),
+			Window:  env.Duration("WEBHOOK_RETRY_WINDOW", 24*time.Hour),
+		},
+		grace:     env.Duration("WEBHOOK_SECRET_GRACE", 24*time.Hour),
+		retention: env.Duration("WEBHOOK_LOG_RETENTION", 7*24*time.Hour),
+		poll:      env.Duration("WEBHOOK_POLL_INTERVAL", time.Second),
+	}
+	allowed, err := destination.ParseNetworks(env.List("WEBHOOK_ALLOWED_NETWORKS", nil))
+	env.Check("WEBHOOK_ALLOWED_NETWORKS", err)
+	s.allowed = allowed
+	for k, d := range map[string]time.Duration{"WEBHOOK_RETRY_INITIAL": s.retry.Initial, "WEBHOOK_RETRY_MAX": s.retry.Max,
+		"WEBHOOK_RETRY_WINDOW": s.retry.Window, "WEBHOOK_LOG_RETENTION": s.retention, "WEBHOOK_POLL_INTERVAL": s.poll} {
+		if d <= 0 {
+			env.Check(k, errors.New("must be positive"))
+		}
+	}
+	return s, env.Err()
+}
+
+// run wires the service top to bottom: logger, telemetry, MongoDB and its
+// indexes, NATS (in the background), the dispatcher, the consumer (once
+// NATS is up), the log sweeper and the HTTP server. At shutdown the server
+// finishes its requests, the consumer drains, the workers finish their
+// attempts, NATS drains, MongoDB disconnects, telemetry flushes.
+func run(ctx context.Context) error {
+	env := config.FromEnviron()
+	cfg, err := load(env)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	stopTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer shutdown.Do(log, "telemetry", stopTelemetry)
+
+	db, err := mongox.Connect(cfg.mongoURI)
+	if err != nil {
+		return err
+	}
+	defer shutdown.Do(log, "mongodb", db.Disconnect)
+	subStore := mongostore.New(db.Database(cfg.database))
+	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
+	if err := dStore.EnsureIndexes(ctx); err != nil {
+		return mongox.IndexError(err)
+	}
+
+	bus, err := events.Open(ctx, cfg.natsURL, service, log)
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+
+	guard := destination.NewGuard(cfg.allowed)
+	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: cfg.allowHTTP, Guard: guard}, cfg.grace)
+	host, _ := os.Hostname()
+	dispatcher := delivery.NewDispatcher(dStore, subs, delivery.NewSender(guard), delivery.Config{
+		Retry: cfg.retry, Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), events.NewID()[:8]),
+		Poll: cfg.poll, Lease: 25 * time.Second,
+	}, log)
+	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
+	dispatched := make(chan struct{})
+	go func() { defer close(dispatched); dispatcher.Run(dctx) }()
+	defer func() { stopDispatcher(); <-dispatched }()
+
+	queue := delivery.NewQueue(dStore, subs, dispatcher.Nudge)
+	stopConsumer := bus.WhenReady("consumer", func(ctx context.Context) (func(context.Context) error, error) {
+		return startConsumer(ctx, bus.JS, queue, log)
+	})
+
+	stopSweeping := periodic.Start(ctx, log, "sweeping the delivery log", time.Minute, func(ctx context.Context) error {
+		_, err := dStore.Sweep(ctx, time.Now().Add(-cfg.retention))
+		return err
+	})
+	defer stopSweeping()
+
+	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
+		Report(map[string]httpx.Check{"nats": bus.Ready})
+	engine := httpx.NewEngine(service, log)
+	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	health.Register(engine)
+	metrics.Register(engine)
+	httpapi.New(subs, dStore, dispatcher, dispatcher.Nudge).Register(engine)
+
+	err = httpx.Serve(ctx, log, cfg.server, engine, health)
+	shutdown.Do(log, "consumer", stopConsumer)
+	return err
+}
+
+// startConsumer consumes every webhook event type into the queues. A
+// database outage is Transient: the event waits, it is never dead-lettered
+// for it.
+func startConsumer(ctx context.Context, js jetstream.JetStream, q *delivery.Queue, log *slog.Logger) (func(context.Context) error, error) {
+	c, err := events.StartConsumer(ctx, js, events.ConsumerConfig{Name: consumerName, Subjects: eventtype.Subjects()},
+		func(ctx context.Context, e events.Envelope) error {
+			err := q.Handle(ctx, e)
+			if err != nil && mongox.IsUnavailable(err) {
+				return events.Transient(err)
+			}
+			return err
+		}, log)
+	if err != nil {
+		return nil, err
+	}
+	return c.Stop, nil
+}

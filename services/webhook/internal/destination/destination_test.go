@@ -1,0 +1,106 @@
+package destination
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// One case per kind of address the guard refuses, and the public ones it
+// lets through.
+func TestControlRefusesEveryKindOfNonPublicAddress(t *testing.T) {
+	t.Parallel()
+	g := NewGuard(nil)
+	cases := []struct {
+		addr, kind string
+	}{
+		{"127.0.0.1:80", "loopback"},
+		{"[::1]:443", "loopback"},
+		{"10.1.2.3:443", "private"},
+		{"172.16.0.1:443", "private"},
+		{"192.168.1.1:443", "private"},
+		{"[fd12::1]:443", "private"},
+		{"169.254.10.10:80", "link-local"},
+		{"[fe80::1]:80", "link-local"},
+		{"224.0.0.1:80", "multicast"},
+		{"[ff02::1]:80", "multicast"},
+		{"169.254.169.254:80", "cloud metadata"},
+		{"[fd00:ec2::254]:80", "cloud metadata"},
+		{"100.100.100.200:80", "cloud metadata"},
+		{"0.0.0.0:80", "unspecified"},
+		{"[::]:80", "unspecified"},
+		{"100.64.1.1:80", "shared (carrier-grade NAT)"},
+		{"[::ffff:127.0.0.1]:80", "loopback"}, // IPv4-mapped IPv6
+		{"[::ffff:169.254.169.254]:80", "cloud metadata"},
+		{"[64:ff9b::a00:1]:80", "NAT64"},
+	}
+	for _, c := range cases {
+		err := g.Control("tcp", c.addr, nil)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.kind) {
+			t.Errorf("Control(%s) = %v, want refused as %s", c.addr, err, c.kind)
+		}
+	}
+	for _, ok := range []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", "1.1.1.1:443"} {
+		if err := g.Control("tcp", ok, nil); err != nil {
+			t.Errorf("Control(%s) = %v, want allowed", ok, err)
+		}
+	}
+}
+
+func TestAllowlistLetsItsNetworksThrough(t *testing.T) {
+	t.Parallel()
+	nets, err := ParseNetworks([]string{"10.0.0.0/8", "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGuard(nets)
+	for _, ok := range []string{"10.4.5.6:80", "127.0.0.1:8080"} {
+		if err := g.Control("tcp", ok, nil); err != nil {
+			t.Errorf("Control(%s) = %v, want allowed by the allowlist", ok, err)
+		}
+	}
+	for _, no := range []string{"127.0.0.2:80", "192.168.0.1:80", "169.254.169.254:80"} {
+		if err := g.Control("tcp", no, nil); err == nil {
+			t.Errorf("Control(%s) allowed, want refused", no)
+		}
+	}
+	if _, err := ParseNetworks([]string{"not-a-network"}); err == nil {
+		t.Error("a malformed network was accepted")
+	}
+}
+
+// The guard runs when connecting: a dial to a loopback listener fails
+// before any byte is sent, whatever name led there.
+func TestDialerRefusesBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	dial := NewGuard(nil).DialContext(time.Second)
+	_, err = dial(context.Background(), "tcp", "localhost:"+portOf(ln.Addr()))
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("dial to localhost = %v, want refused", err)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("the listener accepted a connection")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func portOf(a net.Addr) string {
+	return strings.TrimPrefix(netip.MustParseAddrPort(a.String()).String(), "127.0.0.1:")
+}

@@ -1,0 +1,136 @@
+// Package mongostore keeps webhook subscriptions in MongoDB, one document
+// per subscription in the webhook_subscriptions collection. Updates are
+// optimistic: a version field guards each replacement.
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/doclib/services/webhook/internal/subscription"
+)
+
+// Store implements subscription.Store.
+type Store struct {
+	coll *mongo.Collection
+}
+
+var _ subscription.Store = (*Store)(nil)
+
+// New returns a store on db.
+func New(db *mongo.Database) *Store { return &Store{coll: db.Collection("webhook_subscriptions")} }
+
+type doc struct {
+	ID             string    `bson:"_id"`
+	Version        int64     `bson:"version"`
+	URL            string    `bson:"url"`
+	EventTypes     []string  `bson:"eventTypes"`
+	Description    string    `bson:"description"`
+	Status         string    `bson:"status"`
+	DisabledReason string    `bson:"disabledReason,omitempty"`
+	Secret         string    `bson:"secret"`
+	PreviousSecret string    `bson:"previousSecret,omitempty"`
+	PreviousUntil  time.Time `bson:"previousUntil,omitempty"`
+	CreatedAt      time.Time `bson:"createdAt"`
+	UpdatedAt      time.Time `bson:"updatedAt"`
+	CreatedBy      string    `bson:"createdBy,omitempty"`
+	UpdatedBy      string    `bson:"updatedBy,omitempty"`
+}
+
+func toDoc(s subscription.Subscription, version int64) doc {
+	return doc{ID: s.ID, Version: version, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
+		Status: string(s.Status), DisabledReason: s.DisabledReason, Secret: s.Secret,
+		PreviousSecret: s.PreviousSecret, PreviousUntil: s.PreviousUntil,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy}
+}
+
+func (d doc) subscription() subscription.Subscription {
+	return subscription.Subscription{ID: d.ID, URL: d.URL, EventTypes: d.EventTypes, Description: d.Description,
+		Status: subscription.Status(d.Status), DisabledReason: d.DisabledReason, Secret: d.Secret,
+		PreviousSecret: d.PreviousSecret, PreviousUntil: d.PreviousUntil.UTC(),
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}
+}
+
+// Create inserts s.
+func (st *Store) Create(ctx context.Context, s subscription.Subscription) error {
+	if _, err := st.coll.InsertOne(ctx, toDoc(s, 1)); err != nil {
+		return fmt.Errorf("insert subscription: %w", err)
+	}
+	return nil
+}
+
+func (st *Store) get(ctx context.Context, id string) (doc, error) {
+	var d doc
+	err := st.coll.FindOne(ctx, bson.M{"_id": id}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return doc{}, subscription.ErrNotFound
+	}
+	if err != nil {
+		return doc{}, fmt.Errorf("find subscription: %w", err)
+	}
+	return d, nil
+}
+
+// Get returns the subscription id.
+func (st *Store) Get(ctx context.Context, id string) (subscription.Subscription, error) {
+	d, err := st.get(ctx, id)
+	return d.subscription(), err
+}
+
+// List returns every subscription, oldest first.
+func (st *Store) List(ctx context.Context) ([]subscription.Subscription, error) {
+	cur, err := st.coll.Find(ctx, bson.M{}, options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}, {Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	out := make([]subscription.Subscription, len(docs))
+	for i, d := range docs {
+		out[i] = d.subscription()
+	}
+	return out, nil
+}
+
+// Update reads, changes and replaces the subscription, retrying a few
+// times when another writer got there first.
+func (st *Store) Update(ctx context.Context, id string, change func(*subscription.Subscription) error) (subscription.Subscription, error) {
+	for range 5 {
+		d, err := st.get(ctx, id)
+		if err != nil {
+			return subscription.Subscription{}, err
+		}
+		s := d.subscription()
+		if err := change(&s); err != nil {
+			return subscription.Subscription{}, err
+		}
+		res, err := st.coll.ReplaceOne(ctx, bson.M{"_id": id, "version": d.Version}, toDoc(s, d.Version+1))
+		if err != nil {
+			return subscription.Subscription{}, fmt.Errorf("update subscription: %w", err)
+		}
+		if res.MatchedCount == 1 {
+			return s, nil
+		}
+	}
+	return subscription.Subscription{}, subscription.ErrConflict
+}
+
+// Delete removes the subscription id.
+func (st *Store) Delete(ctx context.Context, id string) error {
+	res, err := st.coll.DeleteOne(ctx, bson.M{"_id": id})
+	if err != nil {
+		return fmt.Errorf("delete subscription: %w", err)
+	}
+	if res.DeletedCount == 0 {
+		return subscription.ErrNotFound
+	}
+	return nil
+}
