@@ -155,6 +155,7 @@ func run(ctx context.Context) error {
 	// Every document in memory, answering the reads; filled now, in the
 	// background, and kept in step with the store's change sequence.
 	lib := library.New(store, refs, log)
+	defer lib.Close()
 	go func() {
 		if _, err := lib.Get(ctx, 0); err != nil {
 			log.WarnContext(ctx, "documents not loaded into memory yet; the first read loads them", "error", err)

@@ -62,7 +62,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	httpx.GET(b, "/public/documents", h.list(false))
 	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
-	httpx.GET(b, "/public/sync", h.sync)
+	httpx.GET(b, "/public/sync", httpx.StrictQuery, h.sync) // the one route that reads a query
 
 	httpx.GET(b, "/bo/documents", h.list(true))
 	b.POST("/bo/documents", h.create)
@@ -145,7 +145,10 @@ func (h *Handler) find(c *gin.Context, sd side) (*library.Snapshot, *document.Do
 	sd.lag = rendering.MaxLag(c.Request, sd.lag)
 	s, err := h.lib.Get(c, sd.lag)
 	for attempt := 0; err == nil; attempt++ {
-		if d, ok := s.Doc(id); ok && (sd.admin || !d.IsDeleted) {
+		if d, ok := s.Doc(id); ok && sd.admin {
+			return s, d, nil
+		}
+		if d, ok := s.Public(id); ok && !sd.admin {
 			return s, d, nil
 		}
 		if attempt == 1 || sd.lag == 0 {

@@ -1,12 +1,17 @@
 package library
 
+// The rule this file keeps: a sync page carries the tag categories its
+// client needs to resolve the tags of the documents it holds (sync.go
+// asks for them revalidated when the page holds a document the categories
+// held may not describe), and one check of taxonomy at a time serves every
+// read that arrives while it runs.
+
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -58,20 +63,19 @@ func parseCategories(body []byte) (*Categories, error) {
 	return c, nil
 }
 
-// taxonomy keeps the categories last fetched.
+// taxonomy is the categories last fetched, under Library.mu.
 type taxonomy struct {
-	src      Taxonomy
-	fetching sync.Mutex // one fetch at a time
-	mu       sync.Mutex // guards the fields below
-	cur      *Categories
-	etag     string
-	checked  time.Time
-}
-
-func (t *taxonomy) held() (*Categories, string, time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.cur, t.etag, t.checked
+	src     Taxonomy
+	cur     *Categories
+	etag    string
+	checked time.Time // when the check that gave cur began
+	// seq is the counter of the snapshot held when that check began: the
+	// tags of every document up to it are as taxonomy had them before the
+	// check (a write checks its tags before it takes its seq; a tag's
+	// deletion is applied to documents after taxonomy deleted it), so cur
+	// describes them.
+	seq      int64
+	fetching chan struct{} // while a check runs; closed when it ends
 }
 
 // Categories returns the tag categories, revalidated with the taxonomy if
@@ -80,41 +84,73 @@ func (t *taxonomy) held() (*Categories, string, time.Time) {
 // held. While the taxonomy cannot be reached, the categories held are
 // returned with the error (nil if none were ever fetched).
 func (l *Library) Categories(ctx context.Context, maxLag time.Duration) (*Categories, error) {
-	t := l.tax
 	asked := time.Now()
-	cur, _, checked := t.held()
-	if cur != nil && maxLag > 0 && asked.Sub(checked) < maxLag {
-		return cur, nil
-	}
-	if !t.fetching.TryLock() {
-		if cur != nil && maxLag > 0 {
-			return cur, nil
+	t := &l.tax
+	l.mu.Lock()
+	for {
+		fresh := t.cur != nil && (!t.checked.Before(asked) || maxLag > 0 && asked.Sub(t.checked) < maxLag)
+		if fresh || t.cur != nil && maxLag > 0 && t.fetching != nil {
+			c := t.cur // fresh enough, or held while a check is under way
+			l.mu.Unlock()
+			return c, nil
 		}
-		t.fetching.Lock()
+		if t.fetching == nil {
+			return l.check(ctx) // it unlocks
+		}
+		wait, held := t.fetching, t.cur
+		l.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return held, ctx.Err()
+		}
+		l.mu.Lock()
 	}
-	defer t.fetching.Unlock()
-	cur, etag, checked := t.held()
-	if cur != nil && !checked.Before(asked) {
-		return cur, nil // revalidated by a check begun after this call
-	}
+}
+
+// check revalidates the categories held with taxonomy. Called under mu,
+// which it releases.
+func (l *Library) check(ctx context.Context) (*Categories, error) {
+	t := &l.tax
+	done := make(chan struct{})
+	t.fetching = done
+	cur, etag, seq := t.cur, t.etag, l.cur.Load().Counter
+	l.mu.Unlock()
 	begun := time.Now()
-	body, newETag, changed, err := t.src.Categories(ctx, etag)
+	c, newETag, err := fetch(ctx, t.src, cur, etag)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.fetching = nil
+	close(done)
 	if err != nil {
 		return cur, err
 	}
-	c := cur
-	if changed || cur == nil {
-		if c, err = parseCategories(body); err != nil {
-			return cur, err
-		}
-	}
-	t.mu.Lock()
-	t.cur, t.etag, t.checked = c, newETag, begun
-	t.mu.Unlock()
+	t.cur, t.etag, t.checked, t.seq = c, newETag, begun, seq
 	if c != cur {
 		l.setCategories(c)
 	}
 	return c, nil
+}
+
+// fetch asks taxonomy for the categories, conditionally on the ones held.
+func fetch(ctx context.Context, src Taxonomy, cur *Categories, etag string) (*Categories, string, error) {
+	body, newETag, changed, err := src.Categories(ctx, etag)
+	if err != nil {
+		return nil, "", err
+	}
+	if !changed && cur != nil {
+		return cur, newETag, nil
+	}
+	c, err := parseCategories(body)
+	return c, newETag, err
+}
+
+// describes reports whether the categories held describe the tags of every
+// document up to seq: checked after this replica held them.
+func (l *Library) describes(seq int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tax.cur != nil && l.tax.seq >= seq
 }
 
 // RefreshCategories revalidates the tag categories; the background job

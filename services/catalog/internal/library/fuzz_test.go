@@ -13,7 +13,7 @@ import (
 // ErrBadCursor or decodes to a position within bounds that encodes back to
 // a cursor decoding the same.
 func FuzzParseCursor(f *testing.F) {
-	for _, c := range []Cursor{{}, {Seq: 1}, {Seq: 42, ID: "abc", Categories: 7}, {Seq: 1 << 62, Horizon: 1 << 62, ID: strings.Repeat("x", document.MaxRefIDLen), Categories: ^uint64(0)}, {Seq: 9, Horizon: 7}} {
+	for _, c := range []Cursor{{}, {Seq: 1}, {Seq: 42, ID: "abc", Categories: 7}, {Seq: 1 << 62, Floor: 1 << 62, ID: strings.Repeat("x", document.MaxRefIDLen), Categories: ^uint64(0)}, {Seq: 9, Floor: 7}} {
 		f.Add(c.String())
 	}
 	for _, s := range []string{"", "not base64!", "AA", "AQ", strings.Repeat("A", 300), "AYCAgICAgICAgIAB", "Af__________________8B"} {
@@ -27,7 +27,7 @@ func FuzzParseCursor(f *testing.F) {
 			}
 			return
 		}
-		if c.Seq < 0 || c.Seq > 1<<62 || c.Horizon < 0 || c.Horizon > 1<<62 || len(c.ID) > document.MaxRefIDLen {
+		if c.Seq < 0 || c.Seq > 1<<62 || c.Floor < 0 || c.Floor > 1<<62 || len(c.ID) > document.MaxRefIDLen {
 			t.Fatalf("ParseCursor(%q) = %+v: out of bounds", s, c)
 		}
 		again, err := ParseCursor(c.String())

@@ -63,7 +63,7 @@ func TestAFirstSyncOfManyPagesCompletesAfterAPurge(t *testing.T) {
 	testkit.Must(t, err, "Create")
 	purgeForGood(t, store, svc, gone.ID)
 
-	l := replica(store, w)
+	l := replica(t, store, w)
 	l.pageSize = 1
 	cursor, held := "", 0
 	for pages := 0; ; pages++ {
@@ -93,7 +93,7 @@ func TestAnIdleReplicaDropsADocumentPurgedMeanwhile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, w, svc, d := oneDocument(t)
-	idle := replica(store, w)
+	idle := replica(t, store, w)
 	_, err := idle.Get(ctx, 0)
 	testkit.Must(t, err, "Get")
 	purgeForGood(t, store, svc, d.ID)
@@ -117,7 +117,7 @@ func TestASweepResumedAfterRaisingTheHorizonMovesTheCounter(t *testing.T) {
 	_, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "Kept", URL: "https://x.org"})
 	testkit.Must(t, err, "Create")
 	purge(t, store, svc, d.ID)
-	stale := replica(store, w)
+	stale := replica(t, store, w)
 	s, err := stale.Get(ctx, 0)
 	testkit.Must(t, err, "Get")
 	tomb, ok := s.docs[d.ID]
@@ -132,7 +132,7 @@ func TestASweepResumedAfterRaisingTheHorizonMovesTheCounter(t *testing.T) {
 		t.Fatalf("Sweep = %d, %v", n, err)
 	}
 
-	first, err := replica(store, w).Sync(ctx, "", 0)
+	first, err := replica(t, store, w).Sync(ctx, "", 0)
 	testkit.Must(t, err, "a first sync from a replica started after the sweep")
 	if _, err := stale.Sync(ctx, first.Next.String(), 0); err != nil {
 		t.Errorf("its cursor at a replica that looked at the store before the sweep: %v, want a page", err)

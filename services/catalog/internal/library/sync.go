@@ -1,8 +1,9 @@
 package library
 
-// The sync feed (CONTRACT.md §8): a client that starts without a cursor
-// and applies every page in order holds the live documents, whatever
-// writes happen meanwhile, through any number of replicas.
+// The rule this file keeps, the sync guarantee (CONTRACT.md §8): a client
+// that starts without a cursor and applies every page in order holds the
+// public documents, whatever writes happen meanwhile, through any number
+// of replicas.
 //
 // A cursor is a position in the store's change sequence: every document
 // at or before it has been sent as it was then, or as it became later. A
@@ -15,18 +16,22 @@ package library
 // is sent at its new place only: sent once more, never skipped.
 //
 // Removals are kept as long as the documents are, in the trash; once one
-// is purged and swept, the horizon rises past its deletion. A cursor is
-// expired (410) when the horizon rose past both its position and the
-// horizon of every page its client applied (the lowest, carried by the
-// cursor): only then may the client hold a document whose removal it can
-// no longer be told. A snapshot holds no live document whose deletion is
-// under its horizon (refresh), so pages read from snapshots at or above a
-// horizon never gave the client such a document, whatever their position:
-// a first sync of many pages, whose cursors are positions among old
-// documents, goes on after a purge.
+// is purged and swept, the horizon rises past its deletion, and a client
+// that holds the document can no longer be told. A snapshot holds no
+// public document whose deletion is at or below its stable point
+// (follower.go), so a client holds no document deleted at or below the
+// lowest stable point of the snapshots that answered the pages it applied
+// (the cursor's Floor). A cursor is expired (410) only when the horizon
+// rose past both its position and its floor: only then may its client hold
+// a document whose removal it was not told. A first sync of many pages,
+// whose cursors are positions among old documents, goes on after a purge
+// of a document deleted before it began.
 //
 // The cursor also carries the fingerprint of the tag categories its client
-// holds: a page carries them only when they differ.
+// holds: a page carries them when they differ, and they are revalidated
+// with taxonomy first when the page holds a document changed after the
+// categories held were checked (categories.go): the client can resolve the
+// tags of every document it holds.
 
 import (
 	"context"
@@ -58,28 +63,30 @@ type Cursor struct {
 	// ID "" means every document up to Seq.
 	Seq int64
 	ID  string
-	// Horizon is the lowest horizon of the snapshots that answered the
+	// Floor is the lowest stable point of the snapshots that answered the
 	// pages its client applied since its first sync: the client holds no
-	// document deleted at or below it and purged.
-	Horizon int64
+	// document deleted at or below it. (Cursors made before it was the
+	// floor carry the lowest horizon there, which is below that: such a
+	// cursor is expired a little sooner, never wrongly kept.)
+	Floor int64
 	// Categories is the fingerprint of the tag categories sent (0: none).
 	Categories uint64
 }
 
 const (
-	// cursorVersion 2 added the horizon; a cursor of version 1 is refused
+	// cursorVersion 2 added the floor; a cursor of version 1 is refused
 	// (400), and its client starts again without one.
 	cursorVersion = 2
 	maxCursorLen  = 256 // encoded; a real one is under 125
 	maxPosition   = 1 << 62
 )
 
-// String encodes c: base64url of a version byte, the seq, the horizon, the
+// String encodes c: base64url of a version byte, the seq, the floor, the
 // id and the categories' fingerprint. Clients never parse it.
 func (c Cursor) String() string {
 	b := []byte{cursorVersion}
 	b = binary.AppendUvarint(b, uint64(c.Seq))
-	b = binary.AppendUvarint(b, uint64(c.Horizon))
+	b = binary.AppendUvarint(b, uint64(c.Floor))
 	b = binary.AppendUvarint(b, uint64(len(c.ID)))
 	b = append(b, c.ID...)
 	b = binary.BigEndian.AppendUint64(b, c.Categories)
@@ -106,9 +113,9 @@ func ParseCursor(s string) (Cursor, error) {
 		return bad("bad position")
 	}
 	b = b[n:]
-	horizon, n := binary.Uvarint(b)
-	if n <= 0 || horizon > maxPosition {
-		return bad("bad horizon")
+	floor, n := binary.Uvarint(b)
+	if n <= 0 || floor > maxPosition {
+		return bad("bad floor")
 	}
 	b = b[n:]
 	idLen, n := binary.Uvarint(b)
@@ -116,7 +123,7 @@ func ParseCursor(s string) (Cursor, error) {
 		return bad("bad position")
 	}
 	id := string(b[n : n+int(idLen)])
-	return Cursor{Seq: int64(seq), Horizon: int64(horizon), ID: id, Categories: binary.BigEndian.Uint64(b[n+int(idLen):])}, nil
+	return Cursor{Seq: int64(seq), Floor: int64(floor), ID: id, Categories: binary.BigEndian.Uint64(b[n+int(idLen):])}, nil
 }
 
 // after reports whether d comes after the position c.
@@ -186,8 +193,8 @@ func (s *Snapshot) page(from *Cursor, limit int) Page {
 }
 
 // Sync answers a sync request whose cursor is raw ("" for the first). The
-// replica's memory is refreshed as a public read would (publicLag), or at
-// once when the cursor is ahead of it (made by a fresher replica).
+// snapshot is the current one if read within publicLag, or a fresh one
+// when the cursor is ahead of it (made by a fresher replica).
 func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration) (Page, error) {
 	var from *Cursor
 	if raw != "" {
@@ -197,38 +204,77 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 		}
 		from = &c
 	}
-	s, err := l.Get(ctx, publicLag)
+	s, err := l.snapshotFor(ctx, from, publicLag)
 	if err != nil {
 		return Page{}, err
 	}
-	if from != nil && (from.Seq > s.Stable || from.Horizon > s.Horizon) {
-		// Made by a fresher replica, or made up: look at the store.
+	p := s.page(from, l.pageSize)
+	p.Next.Floor = s.Stable
+	if from != nil {
+		p.Next.Floor = min(from.Floor, s.Stable)
+	}
+	if err := l.addCategories(ctx, &p, from); err != nil {
+		return Page{}, err
+	}
+	p.From = s
+	if from == nil {
+		// The cursor names the stable point, floor and categories the
+		// page was made with (or where a page of many stopped).
+		p.Shared = fmt.Sprintf("sync:%s:%v", p.Next, p.HasMore)
+	}
+	return p, nil
+}
+
+// snapshotFor returns the snapshot to answer the cursor from: ErrBadCursor
+// if it is ahead of every change, ErrCursorExpired if its client may hold
+// a document whose removal is gone for good.
+func (l *Library) snapshotFor(ctx context.Context, from *Cursor, publicLag time.Duration) (*Snapshot, error) {
+	s, err := l.Get(ctx, publicLag)
+	if err != nil {
+		return nil, err
+	}
+	if from != nil && (from.Seq > s.Stable || from.Floor > s.Stable) {
+		// Made by a fresher replica, or made up: a fresh snapshot.
 		if s, err = l.Get(ctx, 0); err != nil {
-			return Page{}, err
+			return nil, err
 		}
-		if from.Seq > s.Counter || from.Horizon > s.Horizon {
-			return Page{}, fmt.Errorf("%w: it is ahead of every change", ErrBadCursor)
+		if from.Seq > s.Counter || from.Floor > s.Counter {
+			return nil, fmt.Errorf("%w: it is ahead of every change", ErrBadCursor)
 		}
 	}
-	if from != nil && s.Horizon > max(from.Seq, from.Horizon) {
-		return Page{}, ErrCursorExpired
+	if from != nil && s.Horizon > max(from.Seq, from.Floor) {
+		return nil, ErrCursorExpired
 	}
-	cats, err := l.Categories(ctx, time.Second)
-	if from == nil && cats == nil {
+	return s, nil
+}
+
+// addCategories adds the tag categories to p when its client needs them:
+// on a first sync, when the client's differ from the current ones, and
+// when p holds a document the categories held may not describe (it
+// changed after they were checked: they are revalidated first, and the
+// page fails while taxonomy cannot say).
+func (l *Library) addCategories(ctx context.Context, p *Page, from *Cursor) error {
+	var newest int64
+	for _, d := range p.Documents {
+		newest = max(newest, d.Seq)
+	}
+	lag := time.Second
+	if !l.describes(newest) {
+		lag = 0
+	}
+	cats, err := l.Categories(ctx, lag)
+	switch {
+	case lag == 0 && err != nil:
+		return err // the client could not resolve the page's tags
+	case from == nil && cats == nil:
 		if err == nil {
 			err = errors.New("no tag categories")
 		}
-		return Page{}, err // the first sync must carry the categories
-	}
-	if from != nil && cats != nil && from.Categories != cats.Fingerprint {
+		return err // the first sync must carry the categories
+	case from != nil && cats != nil && from.Categories != cats.Fingerprint && lag > 0:
 		// This replica may hold older categories than the client (from a
 		// fresher replica): revalidate before sending any.
 		cats, _ = l.Categories(ctx, 100*time.Millisecond)
-	}
-	p := s.page(from, l.pageSize)
-	p.Next.Horizon = s.Horizon
-	if from != nil {
-		p.Next.Horizon = min(from.Horizon, s.Horizon)
 	}
 	switch {
 	case cats != nil && (from == nil || from.Categories != cats.Fingerprint):
@@ -236,11 +282,5 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 	case from != nil:
 		p.Next.Categories = from.Categories // none sent: the client keeps its own
 	}
-	p.From = s
-	if from == nil {
-		// The cursor names the stable point, horizon and categories the
-		// page was made with (or where a page of many stopped).
-		p.Shared = fmt.Sprintf("sync:%s:%v", p.Next, p.HasMore)
-	}
-	return p, nil
+	return nil
 }

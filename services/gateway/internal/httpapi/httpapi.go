@@ -143,6 +143,9 @@ func routeChain(d Deps, r route.Route, cached map[string]http.Handler) ([]gin.Ha
 	if r.Public() && d.Limiter != nil {
 		chain = append(chain, rateLimit(d.Limiter))
 	}
+	// A query that does not parse is 400, not forwarded without the parts
+	// the proxy drops.
+	chain = append(chain, httpx.StrictQuery)
 	if r.BackOffice() && !r.Read() && d.Cache != nil {
 		chain = append(chain, invalidate(d.Cache))
 	}
