@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/periodic"
 )
 
 // Publisher sends one event and returns nil once the stream holds it
@@ -29,7 +31,8 @@ type RelayConfig struct {
 	// Interval between polls when nothing happens (default 1s).
 	Interval time.Duration
 	// MaxBackoff caps the wait between attempts while NATS or MongoDB is
-	// failing; it starts at Interval and doubles (default 30s).
+	// failing; it starts at Interval and doubles, each wait with ±20 %
+	// jitter (default 30s).
 	MaxBackoff time.Duration
 	// BatchSize is how many documents one query reads (default 100).
 	BatchSize int
@@ -92,14 +95,16 @@ type Relay struct {
 	log   *slog.Logger
 	cfg   RelayConfig
 	nudge chan struct{}
+	retry *backoff.ExponentialBackOff // used by Run's goroutine only
 }
 
 // NewRelay returns a relay for the outboxes of colls. Each collection needs
 // an index on outboxCount.
 func NewRelay(pub Publisher, log *slog.Logger, cfg RelayConfig, colls ...*mongo.Collection) *Relay {
+	cfg = cfg.withDefaults()
 	return &Relay{
 		pub: pub, colls: colls, log: log.With("component", "outbox-relay"),
-		cfg: cfg.withDefaults(), nudge: make(chan struct{}, 1),
+		cfg: cfg, nudge: make(chan struct{}, 1), retry: periodic.NewBackoff(cfg.Interval, cfg.MaxBackoff),
 	}
 }
 
@@ -265,12 +270,15 @@ func (h *hookRunner) wait() {
 	}
 }
 
+// backoff returns the wait after the failures-th failure in a row: from
+// Interval, doubling, at most MaxBackoff, each wait drawn with jitter
+// (periodic.NewBackoff), so replicas that failed together in one outage
+// retry at different instants.
 func (r *Relay) backoff(failures int) time.Duration {
-	d := r.cfg.Interval
-	for i := 1; i < failures && d < r.cfg.MaxBackoff; i++ {
-		d *= 2
+	if failures <= 1 {
+		r.retry.Reset()
 	}
-	return min(d, r.cfg.MaxBackoff)
+	return r.retry.NextBackOff()
 }
 
 // pendingDoc is the part of an owning document the relay reads.
