@@ -49,14 +49,26 @@ type RelayConfig struct {
 	AfterEvery time.Duration
 }
 
+// MinPollInterval is the shortest OUTBOX_POLL_INTERVAL: below it a relay
+// would poll its collections without pause.
+const MinPollInterval = 10 * time.Millisecond
+
 // LoadRelayConfig reads the relay's setting from the environment:
 // OUTBOX_POLL_INTERVAL, how often a relay looks for entries when no write
 // of its own replica nudged it (entries left by a replica that crashed
 // before publishing; the default, 1 s, keeps their events within about a
 // second). On MongoDB a look is one index probe; on the development
 // database it reads the whole collection (bench/results/database.md).
+// Below MinPollInterval, 0 included, is a start-up error: 0 used to mean
+// the default without a word, and there is no "never" (the relay is what
+// publishes a crashed replica's events).
 func LoadRelayConfig(env *config.Env) RelayConfig {
-	return RelayConfig{Interval: env.Duration("OUTBOX_POLL_INTERVAL", time.Second)}
+	const key = "OUTBOX_POLL_INTERVAL"
+	d := env.Duration(key, time.Second)
+	if d < MinPollInterval {
+		env.Check(key, fmt.Errorf("%s is below the least interval, %s (a relay polling more often would never pause; 0 is not \"never\")", d, MinPollInterval))
+	}
+	return RelayConfig{Interval: d}
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
