@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,14 +160,15 @@ func BenchmarkListingVsNginx(b *testing.B) {
 
 	// The per-client-IP rate limit of /public (100 req/s by default) would
 	// answer 429 to a load test from one address: it is disabled here.
-	// No access logs, as nginx runs with access_log off: at info level
-	// every request is a JSON line piped into this process, on the same two
-	// cores as the load.
-	quiet := "LOG_LEVEL=warn"
+	// Otherwise the services run as users run them (issue 22): the default
+	// log level (info, its access log sampled), no trace exporter, metrics
+	// on; their output goes to files, as a container runtime keeps it. A
+	// second gateway at LOG_LEVEL=warn, on the same services, is measured
+	// beside the default one.
 	cfg.cpus = splitCPUs(b)
-	st := NewStack(b, map[string][]string{
-		"gateway": {"PUBLIC_RATE_LIMIT=0", quiet}, "catalog": {quiet, listingRelayPoll}, "taxonomy": {quiet}, "media": {quiet},
-	})
+	logDir := b.TempDir()
+	st := NewStackLoggingTo(b, map[string][]string{"gateway": {"PUBLIC_RATE_LIMIT=0"}, "catalog": {listingRelayPoll}}, logDir)
+	quietGateway := startQuietGateway(b, st, logDir)
 	listingSeeder := newListingSeeder(b, st, cfg.seedWorkers)
 
 	rep := &listingReport{cfg: cfg, started: time.Now(), database: listingDatabase(b)}
@@ -174,7 +176,7 @@ func BenchmarkListingVsNginx(b *testing.B) {
 	for _, n := range cfg.sizes {
 		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
 			seed := listingSeeder.seedTo(b, n)
-			res := measureListingSize(b, st, nginxBin, wrkBin, cfg, n, listingSeeder.detailID, listingSeeder.plainID)
+			res := measureListingSize(b, st, quietGateway, nginxBin, wrkBin, cfg, n, listingSeeder.detailID, listingSeeder.plainID)
 			res.seed = seed
 			rep.sizes = append(rep.sizes, res)
 			for _, t := range res.targets {
@@ -597,8 +599,9 @@ type wrkRun struct {
 	rps      float64
 	p50, p99 time.Duration
 	requests int64
-	transfer string // per second, as wrk prints it
-	errors   string // non-2xx/3xx or socket errors, empty if none
+	transfer string  // per second, as wrk prints it
+	errors   string  // non-2xx/3xx or socket errors, empty if none
+	load     float64 // the machine's 1-minute load average when it started
 }
 
 var (
@@ -662,6 +665,7 @@ func runListingWrk(b *testing.B, bin string, cfg listingSettings, d time.Duratio
 		args = append([]string{"-c", cfg.cpus.load, bin}, args...)
 		bin = cfg.cpus.taskset
 	}
+	load := loadAverage()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -671,7 +675,24 @@ func runListingWrk(b *testing.B, bin string, cfg listingSettings, d time.Duratio
 	if err != nil {
 		b.Fatalf("wrk %s: %v\n%s", url, err, out)
 	}
+	r.load = load
 	return r
+}
+
+// loadAverage is the machine's 1-minute load average (/proc/loadavg, what
+// uptime shows), 0 if unknown: the machine is shared, and a high load
+// makes the figures noisy.
+func loadAverage() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // ---- one size ----
@@ -703,7 +724,7 @@ var listingRoutePaths = map[string]string{
 	"sync":         "`/public/sync`, first page", "sync_empty": "`/public/sync?cursor=`, nothing new (issue 14)",
 }
 
-func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg listingSettings, n int, detailID, plainID string) *listingSizeResult {
+func measureListingSize(b *testing.B, st *Stack, quietGateway, nginxBin, wrkBin string, cfg listingSettings, n int, detailID, plainID string) *listingSizeResult {
 	b.Helper()
 	detailPath := "/public/documents/" + detailID + "/detail"
 	plainPath := "/public/documents/" + plainID + "/detail"
@@ -777,6 +798,7 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 		targets: []listingTarget{
 			{"nginx_list", ng + "/public/documents", nil},
 			{"gateway_list", st.URL + "/public/documents", nil},
+			{"gateway_warn_list", quietGateway + "/public/documents", nil},
 			{"catalog_list", cat + "/public/documents", nil},
 			{"go_list", floor + "/public/documents", nil},
 			{"nginx_list_gzip", ng + "/public/documents", gzipped},
@@ -784,9 +806,11 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 			{"gateway_list_gzip", st.URL + "/public/documents", gzipped},
 			{"nginx_list_304", ng + "/public/documents", []string{"If-None-Match: " + nginxETag}},
 			{"gateway_list_304", st.URL + "/public/documents", []string{"If-None-Match: " + list.Header.Get("ETag")}},
+			{"gateway_warn_list_304", quietGateway + "/public/documents", []string{"If-None-Match: " + list.Header.Get("ETag")}},
 			{"go_list_304", floor + "/public/documents", []string{"If-None-Match: " + floorETags["/public/documents"]}},
 			{"nginx_detail", ng + detailPath, nil},
 			{"gateway_detail", st.URL + detailPath, nil},
+			{"gateway_warn_detail", quietGateway + detailPath, nil},
 			{"catalog_detail", cat + detailPath, nil},
 			{"go_detail", floor + detailPath, nil},
 			{"nginx_detail_plain", ng + plainPath, nil},
@@ -815,29 +839,130 @@ func measureListingSize(b *testing.B, st *Stack, nginxBin, wrkBin string, cfg li
 			b.Fatalf("%s answers %d to its If-None-Match, not 304", t.name, r.StatusCode)
 		}
 	}
+	runListingRounds(b, wrkBin, cfg, n, res.targets, res)
+	if cfg.cpus.pinned {
+		// The same reads again with every process on every CPU, wrk
+		// included: what a machine without pinning sees (issue 22).
+		shared := sharedTargets(res.targets)
+		setAffinity(b, cfg.cpus, "0-"+strconv.Itoa(runtime.NumCPU()-1))
+		unpinned := cfg
+		unpinned.cpus.pinned = false
+		runListingRounds(b, wrkBin, unpinned, n, shared, res)
+		setAffinity(b, cfg.cpus, cfg.cpus.server)
+		res.targets = append(res.targets, shared...)
+	}
+	return res
+}
+
+// runListingRounds warms every target up, then runs cfg.rounds rounds of
+// them, every other one in the reverse order, into res.runs.
+func runListingRounds(b *testing.B, wrkBin string, cfg listingSettings, n int, targets []listingTarget, res *listingSizeResult) {
+	b.Helper()
 	// Warm-up: connections, caches, the Go runtimes' heaps.
-	for _, t := range res.targets {
+	for _, t := range targets {
 		runListingWrk(b, wrkBin, cfg, time.Second, t)
 	}
 	for round := 0; round < cfg.rounds; round++ {
 		// Every other round in the reverse order, so a drift of the machine
 		// during a round does not always favour the same side.
-		order := append([]listingTarget(nil), res.targets...)
+		order := append([]listingTarget(nil), targets...)
 		if round%2 == 1 {
-			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-				order[i], order[j] = order[j], order[i]
-			}
+			slices.Reverse(order)
 		}
 		for _, t := range order {
 			r := runListingWrk(b, wrkBin, cfg, cfg.duration, t)
 			if r.errors != "" {
 				b.Errorf("%s (docs=%d, round %d): %s", t.name, n, round+1, r.errors)
 			}
-			b.Logf("docs=%d round %d %-15s %9.0f req/s  p50 %8s  p99 %8s  %s/s", n, round+1, t.name, r.rps, r.p50, r.p99, r.transfer)
+			b.Logf("docs=%d round %d %-22s %9.0f req/s  p50 %8s  p99 %8s  %s/s  load %.1f", n, round+1, t.name, r.rps, r.p50, r.p99, r.transfer, r.load)
 			res.runs[t.name] = append(res.runs[t.name], r)
 		}
 	}
-	return res
+}
+
+// defaultsRoutes are issue 22's routes: the gateway at its defaults
+// against bare Go, pinned and shared.
+var defaultsRoutes = []string{"detail", "list", "list_304"}
+
+// sharedTargets are the nginx, gateway (both levels) and bare Go targets
+// of defaultsRoutes, named shared_<name>, for the round with every CPU
+// shared.
+func sharedTargets(all []listingTarget) []listingTarget {
+	var out []listingTarget
+	for _, route := range defaultsRoutes {
+		for _, who := range []string{"nginx", "gateway", "gateway_warn", "go"} {
+			for _, t := range all {
+				if t.name == who+"_"+route {
+					t.name = "shared_" + t.name
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// setAffinity moves this process and every process under it (the stack,
+// its backing servers, nginx), every thread, onto cpus, then gives the Go
+// runtimes the time to size GOMAXPROCS to them (they look about every
+// second).
+func setAffinity(b *testing.B, c benchCPUs, cpus string) {
+	b.Helper()
+	for _, pid := range descendants(os.Getpid()) {
+		if out, err := exec.Command(c.taskset, "-a", "-p", "-c", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+			b.Logf("taskset %d (it may have exited): %v %s", pid, err, out)
+		}
+	}
+	time.Sleep(3 * time.Second)
+}
+
+// descendants is root and every process under it, from /proc.
+func descendants(root int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], pid)
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// startQuietGateway starts a second gateway on st's services at
+// LOG_LEVEL=warn, its output in logDir, and returns its public base URL.
+func startQuietGateway(b *testing.B, st *Stack, logDir string) string {
+	b.Helper()
+	pub, err := devserver.FreeAddr()
+	testkit.Must(b, err, "free port")
+	admin, err := devserver.FreeAddr()
+	testkit.Must(b, err, "free port")
+	f, err := os.Create(filepath.Join(logDir, "gateway-warn.log"))
+	testkit.Must(b, err, "log file")
+	defer f.Close() // the child has its own copy
+	env := append(slices.Clone(st.env["gateway"]), "PUBLIC_ADDR="+pub, "ADMIN_ADDR="+admin, "LOG_LEVEL=warn")
+	p, err := devserver.Start("gateway-warn", filepath.Join(binDir, "gateway"), nil, env, f)
+	testkit.Must(b, err, "start the warn-level gateway")
+	b.Cleanup(p.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	testkit.Must(b, devserver.WaitHTTP(ctx, p, "http://"+pub+"/readyz"), "the warn-level gateway ready")
+	return "http://" + pub
 }
 
 // median is the median of each figure of a target's rounds.
@@ -954,9 +1079,9 @@ func (rep *listingReport) markdown() string {
 	fmt.Fprintf(&w, "- Go %s; nginx %s (Debian package, `sendfile on`, `access_log off`, worker_processes auto); %s\n", strings.TrimPrefix(runtime.Version(), "go"), listingOrUnknown(rep.nginxV), listingOrUnknown(rep.wrkV))
 	fmt.Fprintf(&w, "- Load: `wrk -t%d -c%d -d%s --latency`, %d rounds per target after a 1 s warm-up each; the targets run one after the other, every other round in reverse order. Figures are the median of the rounds; ratios are the median of the same-round ratios.\n",
 		c.threads, c.conns, c.duration, c.rounds)
-	fmt.Fprintf(&w, "- Stack: the e2e stack (%s, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services log at warn level (no access log line per request, as nginx runs with `access_log off`); the catalog's outbox relay polls every minute (`%s`: on the development database a poll reads the whole collection; nothing is written while reads are measured). **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n", rep.database, listingRelayPoll)
+	fmt.Fprintf(&w, "- Stack: the e2e stack (%s, NATS, MinIO, the four services, the gateway) on loopback, all on this machine with wrk and nginx; the services run with their defaults (`LOG_LEVEL` info: its access log writes every error, write, back-office and slow request and samples successful public reads; no trace exporter; metrics on), their output appended to files as a container runtime keeps it; `gateway_warn` is a second gateway on the same services at `LOG_LEVEL=warn` (no access log line but for 5xx); the catalog's outbox relay polls every minute (`%s`: on the development database a poll reads the whole collection; nothing is written while reads are measured). **The gateway's /public rate limit is disabled** (`PUBLIC_RATE_LIMIT=0`); with its default (100 req/s per client IP) almost every request would be a 429.\n", rep.database, listingRelayPoll)
 	if c := rep.cfg.cpus; c.pinned {
-		fmt.Fprintf(&w, "- CPUs: wrk alone on CPU %s; everything else (the stack, its backing servers, nginx, this benchmark) on CPU %s, so nginx and the gateway each have the same core(s), and the Go services size GOMAXPROCS to them (`taskset`; `BENCH_PIN=0` shares every CPU).\n", c.load, c.server)
+		fmt.Fprintf(&w, "- CPUs: wrk alone on CPU %s; everything else (the stack, its backing servers, nginx, this benchmark) on CPU %s, so nginx and the gateway each have the same core(s), and the Go services size GOMAXPROCS to them (`taskset`; `BENCH_PIN=0` shares every CPU). Then the `shared_` targets (issue 22's routes) run again with every process moved onto every CPU, wrk included.\n", c.load, c.server)
 	} else {
 		fmt.Fprintf(&w, "- CPUs: shared by wrk and every server (not pinned).\n")
 	}
@@ -967,7 +1092,7 @@ func (rep *listingReport) markdown() string {
 	fmt.Fprintf(&w, "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range rep.sizes {
 		for _, route := range listingRoutes {
-			for _, who := range []string{"nginx", "gateway", "catalog", "go"} {
+			for _, who := range []string{"nginx", "gateway", "gateway_warn", "catalog", "go"} {
 				name := who + "_" + route
 				if len(s.runs[name]) == 0 {
 					continue
@@ -1022,6 +1147,8 @@ func (rep *listingReport) markdown() string {
 		fmt.Fprintf(&w, "\n(Run with %d connections, not 64: not the target's conditions.)\n", c.conns)
 	}
 
+	rep.defaultsMarkdown(&w)
+
 	fmt.Fprintf(&w, "\n## Related documents\n\n")
 	fmt.Fprintf(&w, "Issue 14: the detail with `relatedDocuments` (a MARKDOWN document with tags; its related documents are ranked when the catalog renders it) against the detail of a MARKDOWN document without tags, whose `relatedDocuments` is empty, in the same rounds; target: within 10 %% (req/s ratio ≥ 0.90).\n\n")
 	fmt.Fprintf(&w, "| docs | through | body with / without | req/s with ÷ without | target | p99 with ÷ without | result |\n| ---: | --- | --- | ---: | ---: | ---: | --- |\n")
@@ -1047,15 +1174,61 @@ func (rep *listingReport) markdown() string {
 	}
 
 	fmt.Fprintf(&w, "\n## Every round\n\n")
-	fmt.Fprintf(&w, "| docs | target | round | req/s | p50 | p99 | transfer/s | errors |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	fmt.Fprintf(&w, "`shared_` targets ran with every process on every CPU, wrk included; load is the machine's 1-minute load average (`uptime`) as the run started.\n\n")
+	fmt.Fprintf(&w, "| docs | target | round | req/s | p50 | p99 | transfer/s | load 1m | errors |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range rep.sizes {
 		for _, t := range s.targets {
 			for i, r := range s.runs[t.name] {
-				fmt.Fprintf(&w, "| %d | %s | %d | %.0f | %s | %s | %s | %s |\n", s.n, t.name, i+1, r.rps, listingDur(r.p50), listingDur(r.p99), r.transfer, listingOrNone(r.errors))
+				fmt.Fprintf(&w, "| %d | %s | %d | %.0f | %s | %s | %s | %.1f | %s |\n", s.n, t.name, i+1, r.rps, listingDur(r.p50), listingDur(r.p99), r.transfer, r.load, listingOrNone(r.errors))
 			}
 		}
 	}
 	return w.String()
+}
+
+// defaultsTarget is issue 22's: the gateway at its defaults serves at
+// least this share of bare Go net/http's requests/s, in the same rounds.
+const defaultsTarget = 0.8
+
+// defaultsMarkdown writes issue 22's rows: the gateway with its defaults
+// (and at warn) against bare Go net/http in the same rounds, with wrk
+// pinned to its own CPU and with every CPU shared.
+func (rep *listingReport) defaultsMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "\n## The default configuration against bare Go (issue 22)\n\n")
+	fmt.Fprintf(w, "The gateway as users run it (`LOG_LEVEL` info, no trace exporter, metrics on) and the same gateway at `LOG_LEVEL=warn`, against bare Go `net/http` serving the same bytes, in the same rounds, at %d connections. Target: defaults ≥ %.2f× bare Go req/s. \"pinned\": wrk alone on CPU %s, everything else on the other(s); \"shared\": every process on every CPU. Load: the median over the rounds of the machine's 1-minute load average (wrk's two threads and the server under test alone make about 3; much more means other work ran beside this benchmark, and the figures are noisy).\n\n",
+		rep.cfg.conns, defaultsTarget, rep.cfg.cpus.load)
+	fmt.Fprintf(w, "| docs | CPUs | route | defaults req/s | warn req/s | bare Go req/s | defaults ÷ Go | target | result | warn ÷ Go | defaults ÷ nginx | load 1m |\n")
+	fmt.Fprintf(w, "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
+	for _, s := range rep.sizes {
+		for _, mode := range []string{"", "shared_"} {
+			label := "pinned"
+			if mode != "" || !rep.cfg.cpus.pinned {
+				label = "shared"
+			}
+			for _, route := range defaultsRoutes {
+				gw, warn, gof, ng := mode+"gateway_"+route, mode+"gateway_warn_"+route, mode+"go_"+route, mode+"nginx_"+route
+				if len(s.runs[gw]) == 0 || len(s.runs[gof]) == 0 {
+					continue
+				}
+				rr, _ := s.ratios(gw, gof)
+				wr, _ := s.ratios(warn, gof)
+				nr, _ := s.ratios(gw, ng)
+				verdict := "**FAIL**"
+				if rr >= defaultsTarget {
+					verdict = "**PASS**"
+				}
+				var loads []float64
+				for _, r := range s.runs[gw] {
+					loads = append(loads, r.load)
+				}
+				fmt.Fprintf(w, "| %d | %s | %s | %.0f | %.0f | %.0f | %.2f | ≥ %.2f | %s | %.2f | %.2f | %.1f |\n", s.n, label, listingRoutePaths[route],
+					s.median(gw).rps, s.median(warn).rps, s.median(gof).rps, rr, defaultsTarget, verdict, wr, nr, median(loads))
+			}
+		}
+	}
+	if rep.cfg.conns != 64 {
+		fmt.Fprintf(w, "\n(Run with %d connections, not 64: not the target's conditions.)\n", rep.cfg.conns)
+	}
 }
 
 func listingBytes(n int) string {

@@ -99,6 +99,7 @@ type Stack struct {
 	natsAt   string
 	natsDir  string
 	logs     *testkit.Buffer
+	logDir   string // when set, each service's output goes to a file there
 	// Check validates every answer Req gets against the OpenAPI document
 	// (set by NewStack; nil turns it off).
 	Check *Contract
@@ -114,11 +115,26 @@ const gatewayAdmin = "gateway-admin"
 // more environment per service (e.g. "gateway": {"PUBLIC_RATE_LIMIT=0"}).
 func NewStack(t testing.TB, extra map[string][]string) *Stack {
 	t.Helper()
+	return newStack(t, extra, "")
+}
+
+// NewStackLoggingTo is NewStack with each service's output appended to
+// <logDir>/<service>.log, as a container runtime keeps it, instead of this
+// process's memory: benchmarks that load the services at their default log
+// level measure the services, not this process reading their lines.
+func NewStackLoggingTo(t testing.TB, extra map[string][]string, logDir string) *Stack {
+	t.Helper()
+	return newStack(t, extra, logDir)
+}
+
+func newStack(t testing.TB, extra map[string][]string, logDir string) *Stack {
+	t.Helper()
 	buildServices(t)
 	mongoURI := testkit.MongoURI(t)
 	s3 := testkit.MinIO(t)
 	name := testkit.UniqueName(t)
-	st := &Stack{t: t, addrs: map[string]string{}, env: map[string][]string{}, procs: map[string]*devserver.Process{}, logs: &testkit.Buffer{}}
+	st := &Stack{t: t, addrs: map[string]string{}, env: map[string][]string{}, procs: map[string]*devserver.Process{}, logs: &testkit.Buffer{},
+		logDir: logDir}
 	for _, s := range append(order, gatewayAdmin) {
 		addr, err := devserver.FreeAddr()
 		testkit.Must(t, err, "free port")
@@ -198,12 +214,25 @@ func (st *Stack) ServiceURL(s string) string { return "http://" + st.addrs[s] }
 // Start starts (or restarts) service s and waits until it is ready.
 func (st *Stack) Start(s string) {
 	st.t.Helper()
-	p, err := devserver.Start(s, filepath.Join(binDir, s), nil, st.env[s], prefix(st.logs, s))
+	p, err := devserver.Start(s, filepath.Join(binDir, s), nil, st.env[s], st.output(s))
 	testkit.Must(st.t, err, "start "+s)
 	st.procs[s] = p
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	testkit.Must(st.t, devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz"), s+" ready")
+}
+
+// output is where service s writes: the stack's log buffer, or its file
+// in logDir (the child gets the file itself: nothing in this process reads
+// its lines).
+func (st *Stack) output(s string) io.Writer {
+	if st.logDir == "" {
+		return prefix(st.logs, s)
+	}
+	f, err := os.OpenFile(filepath.Join(st.logDir, s+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	testkit.Must(st.t, err, "log file of "+s)
+	st.t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // Pid is the process id of service s.

@@ -10,9 +10,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"regexp"
-	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
@@ -88,18 +85,41 @@ func Fail(c *gin.Context, p *problem.Problem) {
 	c.Abort()
 }
 
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+// requestIDKey is RequestIDHeader in net/http's canonical form: headers are
+// read and set by map key here, without canonicalizing the name on every
+// request (profiled: with the regular expression below it replaced, a
+// tenth of the middleware's time).
+const requestIDKey = "X-Request-Id"
+
+// validRequestID reports whether id is 1-128 of A-Za-z0-9._:- (a byte loop:
+// a regular expression cost more than the rest of the check).
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch b := id[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == ':', b == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // requestID keeps a well-formed inbound X-Request-ID, or makes one, and
 // echoes it on the response.
 func requestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id := c.GetHeader(RequestIDHeader)
-		if !validRequestID.MatchString(id) {
-			id = NewRequestID()
-			c.Request.Header.Set(RequestIDHeader, id)
+		var id string
+		if v := c.Request.Header[requestIDKey]; len(v) > 0 {
+			id = v[0]
 		}
-		c.Header(RequestIDHeader, id)
+		if !validRequestID(id) {
+			id = NewRequestID()
+			c.Request.Header[requestIDKey] = []string{id}
+		}
+		c.Writer.Header()[requestIDKey] = []string{id}
 		c.Next()
 	}
 }
@@ -131,37 +151,5 @@ func recovery(log *slog.Logger) gin.HandlerFunc {
 			c.Abort()
 		}()
 		c.Next()
-	}
-}
-
-func accessLog(log *slog.Logger) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		start := time.Now()
-		c.Next()
-		if !notProbe(c) {
-			return
-		}
-		status := c.Writer.Status()
-		level := slog.LevelInfo
-		switch {
-		case status >= 500:
-			level = slog.LevelError
-		case status == http.StatusNotModified:
-			// A revalidation sent nothing: the catalog's every 10 s, the
-			// gateway cache's, an app's. At info an idle system would log.
-			level = slog.LevelDebug
-		}
-		if !log.Enabled(c, level) {
-			return
-		}
-		attrs := []any{
-			"method", c.Request.Method, "route", c.FullPath(), "path", c.Request.URL.Path,
-			"status", status, "bytes", c.Writer.Size(), "duration_ms", time.Since(start).Milliseconds(),
-			"request_id", c.Writer.Header().Get(RequestIDHeader),
-		}
-		if len(c.Errors) > 0 {
-			attrs = append(attrs, "error", strings.Join(c.Errors.Errors(), "; "))
-		}
-		log.Log(c, level, "request", attrs...)
 	}
 }

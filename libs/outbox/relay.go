@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/periodic"
 )
 
 // Publisher sends one event and returns nil once the stream holds it
@@ -29,7 +31,8 @@ type RelayConfig struct {
 	// Interval between polls when nothing happens (default 1s).
 	Interval time.Duration
 	// MaxBackoff caps the wait between attempts while NATS or MongoDB is
-	// failing; it starts at Interval and doubles (default 30s).
+	// failing; it starts at Interval and doubles, each wait with ±20 %
+	// jitter (default 30s).
 	MaxBackoff time.Duration
 	// BatchSize is how many documents one query reads (default 100).
 	BatchSize int
@@ -46,14 +49,26 @@ type RelayConfig struct {
 	AfterEvery time.Duration
 }
 
+// MinPollInterval is the shortest OUTBOX_POLL_INTERVAL: below it a relay
+// would poll its collections without pause.
+const MinPollInterval = 10 * time.Millisecond
+
 // LoadRelayConfig reads the relay's setting from the environment:
 // OUTBOX_POLL_INTERVAL, how often a relay looks for entries when no write
 // of its own replica nudged it (entries left by a replica that crashed
 // before publishing; the default, 1 s, keeps their events within about a
 // second). On MongoDB a look is one index probe; on the development
 // database it reads the whole collection (bench/results/database.md).
+// Below MinPollInterval, 0 included, is a start-up error: 0 used to mean
+// the default without a word, and there is no "never" (the relay is what
+// publishes a crashed replica's events).
 func LoadRelayConfig(env *config.Env) RelayConfig {
-	return RelayConfig{Interval: env.Duration("OUTBOX_POLL_INTERVAL", time.Second)}
+	const key = "OUTBOX_POLL_INTERVAL"
+	d := env.Duration(key, time.Second)
+	if d < MinPollInterval {
+		env.Check(key, fmt.Errorf("%s is below the least interval, %s (a relay polling more often would never pause; 0 is not \"never\")", d, MinPollInterval))
+	}
+	return RelayConfig{Interval: d}
 }
 
 func (c RelayConfig) withDefaults() RelayConfig {
@@ -92,14 +107,16 @@ type Relay struct {
 	log   *slog.Logger
 	cfg   RelayConfig
 	nudge chan struct{}
+	retry *backoff.ExponentialBackOff // used by Run's goroutine only
 }
 
 // NewRelay returns a relay for the outboxes of colls. Each collection needs
 // an index on outboxCount.
 func NewRelay(pub Publisher, log *slog.Logger, cfg RelayConfig, colls ...*mongo.Collection) *Relay {
+	cfg = cfg.withDefaults()
 	return &Relay{
 		pub: pub, colls: colls, log: log.With("component", "outbox-relay"),
-		cfg: cfg.withDefaults(), nudge: make(chan struct{}, 1),
+		cfg: cfg, nudge: make(chan struct{}, 1), retry: periodic.NewBackoff(cfg.Interval, cfg.MaxBackoff),
 	}
 }
 
@@ -265,12 +282,15 @@ func (h *hookRunner) wait() {
 	}
 }
 
+// backoff returns the wait after the failures-th failure in a row: from
+// Interval, doubling, at most MaxBackoff, each wait drawn with jitter
+// (periodic.NewBackoff), so replicas that failed together in one outage
+// retry at different instants.
 func (r *Relay) backoff(failures int) time.Duration {
-	d := r.cfg.Interval
-	for i := 1; i < failures && d < r.cfg.MaxBackoff; i++ {
-		d *= 2
+	if failures <= 1 {
+		r.retry.Reset()
 	}
-	return min(d, r.cfg.MaxBackoff)
+	return r.retry.NextBackOff()
 }
 
 // pendingDoc is the part of an owning document the relay reads.
