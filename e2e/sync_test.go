@@ -243,9 +243,57 @@ func TestRelatedDocuments(t *testing.T) {
 	if got, want := related("public", main), two+","+one+"|"; got != want {
 		t.Errorf("after the pinned one is deleted: %s, want %s", got, want)
 	}
+	// lone is deleted but already pinned: kept (issue 21 item 9); only pins
+	// being added must be live.
 	r := st.BO("PATCH", "/bo/documents/"+main, map[string]any{"type": "LINK", "title": "main", "url": "https://x.org", "relatedIds": []string{main, lone, "nope", one, one}})
-	if r.Status != 422 || r.Problem(t).Fields() != "relatedIds[0],relatedIds[1],relatedIds[2],relatedIds[4]" {
+	if r.Status != 422 || r.Problem(t).Fields() != "relatedIds[0],relatedIds[2],relatedIds[4]" {
 		t.Errorf("bad pins: %d %s", r.Status, r.Body)
+	}
+	r = st.BO("PATCH", "/bo/documents/"+one, map[string]any{"type": "LINK", "title": "one", "url": "https://x.org", "relatedIds": []string{lone}})
+	if r.Status != 422 || r.Problem(t).Fields() != "relatedIds[0]" {
+		t.Errorf("adding a deleted pin: %d %s, want 422 on relatedIds[0]", r.Status, r.Body)
+	}
+}
+
+// TestADeletedThenPurgedPinDoesNotBlockEdits (issue 21 item 9): after the
+// pinned document is deleted, sending the pinning document's body back is
+// 200, not 422 "is deleted"; after the purge it is 200 too, not 422
+// "unknown document", and the detail no longer lists the pin.
+func TestADeletedThenPurgedPinDoesNotBlockEdits(t *testing.T) {
+	st := NewStack(t, map[string][]string{"catalog": {"TRASH_RETENTION=2s"}})
+	var pinned, pinning docJSON
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "pinned", "url": "https://x.org"}, 201).JSON(t, &pinned)
+	body := map[string]any{"type": "LINK", "title": "pinning", "url": "https://x.org", "relatedIds": []string{pinned.ID}}
+	st.Must("POST", "/bo/documents", body, 201).JSON(t, &pinning)
+	pins := func() []string {
+		var d struct {
+			Pins []string `json:"relatedIds"`
+		}
+		st.Must("GET", "/bo/documents/"+pinning.ID+"/detail", nil, 200).JSON(t, &d)
+		return d.Pins
+	}
+	st.Must("DELETE", "/bo/documents/"+pinned.ID, nil, 204)
+	body["title"] = "pinning, edited after the pin's deletion"
+	if r := st.BO("PATCH", "/bo/documents/"+pinning.ID, body); r.Status != 200 {
+		t.Fatalf("edit after the pin's deletion: %d %s, want 200", r.Status, r.Body)
+	}
+	if got := pins(); !slices.Equal(got, []string{pinned.ID}) {
+		t.Errorf("pins after the pin's deletion %v, want it kept (it can be restored)", got)
+	}
+	Eventually(t, 20*time.Second, "the pinned document is purged", func() bool {
+		return st.BO("GET", "/bo/documents/"+pinned.ID+"/detail", nil).Status == 404
+	})
+	Eventually(t, 10*time.Second, "the detail no longer lists the purged pin", func() bool {
+		return len(pins()) == 0
+	})
+	// The body as the detail now gives it, sent back.
+	body["title"], body["relatedIds"] = "pinning, edited after the pin's purge", pins()
+	r := st.BO("PATCH", "/bo/documents/"+pinning.ID, body)
+	if r.Status != 200 {
+		t.Fatalf("edit after the pin's purge: %d %s, want 200", r.Status, r.Body)
+	}
+	if got := pins(); len(got) != 0 {
+		t.Errorf("pins after the edit %v, want none", got)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Package wiregate is a MongoDB wire-protocol proxy that gives FerretDB v1
-// MongoDB's single-document atomicity: every write command passes through
-// one lock, held from the moment the request is forwarded until its answer
-// has come back, so no two writes ever run at the same time.
+// MongoDB's single-document atomicity: every write command takes a lock,
+// held from the moment the request is forwarded until its answer has come
+// back: the lock of the one document it names by _id, else of its
+// collection, else of everything (scope.go), so no two writes to one
+// document ever run at the same time.
 //
 // Reads take no lock. They need none (FerretDB writes a document back in
 // one SQL statement, so a read sees it whole, before or after), and they
@@ -74,7 +76,7 @@ type Gate struct {
 	Off bool
 	Log *slog.Logger
 
-	lock      sync.Mutex
+	locks     locks
 	writes    atomic.Int64
 	upstreams *connSet
 }
@@ -153,8 +155,7 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 		}
 	}
 	if write && !g.Off {
-		g.lock.Lock()
-		defer g.lock.Unlock()
+		defer g.locks.acquire(writeScope(name, req))()
 		g.writes.Add(1)
 	}
 	if write && name == "update" {

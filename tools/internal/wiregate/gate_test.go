@@ -191,10 +191,10 @@ func TestUnacknowledgedWriteHoldsTheLockUntilDone(t *testing.T) {
 		if strings.Join(got, ",") != "insert,ping" {
 			t.Errorf("FerretDB got %v, want the insert then the gate's ping", got)
 		}
-		if !g.lock.TryLock() {
+		if !g.locks.all.TryLock() {
 			t.Fatal("the lock is still held after the ping's answer")
 		}
-		g.lock.Unlock()
+		g.locks.all.Unlock()
 		go func() {
 			_ = g.exchange(opMsgOf(t, 0, bson.D{{Key: "find", Value: "c"}}, false), gateSide, ur, clientSide)
 		}()

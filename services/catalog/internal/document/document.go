@@ -255,11 +255,22 @@ type Store interface {
 	// skipping the ones that do not exist, and returns those it changed.
 	UpdateEach(ctx context.Context, ids []string, fn func(*Document) error) ([]Document, error)
 
+	// UpdateNaming applies fn, as UpdateEach does, to every document,
+	// deleted or not, that names one of refs, waiting for those a write in
+	// flight holds (Naming). Each round holds the documents first, then
+	// calls look (when it holds any), then fn: a lookup in another service
+	// made in look comes after the hold. Its cost in database operations
+	// does not grow with the number of documents.
+	UpdateNaming(ctx context.Context, refs Refs, look func(context.Context) error, fn func(*Document) error) ([]Document, error)
+
 	// Get returns a document, deleted or not (purged ones are gone).
 	Get(ctx context.Context, id string) (Document, error)
 	// Naming returns the ids of documents, deleted or not, that name one of
 	// the references, or are held by a write that may.
 	Naming(ctx context.Context, refs Refs) ([]string, error)
+	// Pinning returns the ids of documents, deleted or not, that pin one
+	// of ids as related.
+	Pinning(ctx context.Context, ids []string) ([]string, error)
 	// MediaUsers returns the ids of documents not deleted that use the
 	// media, and of documents held by a write that may make them do so.
 	MediaUsers(ctx context.Context, mediaID string) ([]string, error)

@@ -22,10 +22,13 @@ package document
 // document (held or written) and refuses the deletion (409). Both can
 // never succeed, and a live document never loses a media it was told it
 // has. A tag deletion is the same with its event in place of the
-// question: the event's handler looks for documents naming the tag
-// (Naming, which counts held documents too), and a held one is updated
-// once its write is done, so a tag deleted during a write leaves the
-// document right after it.
+// question: the event's handler holds the documents naming the tag
+// (UpdateNaming; those a write holds, which Naming counts too, are updated
+// once that write is done), so a tag deleted during a write leaves the
+// document right after it. Only then does it ask taxonomy whether the id
+// was created anew (below): asked before the hold, a tag created anew and
+// a document written against it in between looked like the deleted one,
+// and the document lost it.
 //
 // # A tag id created anew
 //

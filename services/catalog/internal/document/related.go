@@ -99,12 +99,18 @@ func Related(d *Document, get func(id string) (*Document, bool), sharing []*Docu
 
 // checkPins adds to errs what is wrong with the pinned ids of a body: more
 // than MaxPins, or one that is the document itself (self: its id, "" for a
-// new one), repeated, unknown or deleted.
-func checkPins(ctx context.Context, store Store, ids []string, self string, errs *validation.Errors) error {
+// new one), repeated, or, among the pins being added (not in stored, the
+// document's pins before the write), unknown or deleted. A pin already
+// stored is a reference like a tag: its document being deleted does not
+// make the body wrong, and one purged since is dropped from d's pins (the
+// purge drops it from stored documents too: Service.PurgeTrash).
+func checkPins(ctx context.Context, store Store, d *Document, stored []string, self string, errs *validation.Errors) error {
+	ids := d.RelatedIDs
 	if len(ids) > MaxPins {
 		errs.Add("relatedIds", "must hold at most %d documents (got %d)", MaxPins, len(ids))
 		return nil
 	}
+	var purged []string
 	for i, id := range ids {
 		field := fmt.Sprintf("relatedIds[%d]", i)
 		if self != "" && id == self {
@@ -119,15 +125,26 @@ func checkPins(ctx context.Context, store Store, ids []string, self string, errs
 			errs.Add(field, "unknown document '%s'", clip(id))
 			continue
 		}
-		d, err := store.Get(ctx, id)
+		kept := slices.Contains(stored, id)
+		p, err := store.Get(ctx, id)
 		switch {
+		case errors.Is(err, ErrNotFound) && kept:
+			purged = append(purged, id)
 		case errors.Is(err, ErrNotFound):
 			errs.Add(field, "unknown document '%s'", clip(id))
 		case err != nil:
 			return err
-		case d.IsDeleted:
+		case p.IsDeleted && !kept:
 			errs.Add(field, "document '%s' is deleted", id)
 		}
 	}
+	d.RelatedIDs = slices.DeleteFunc(d.RelatedIDs, func(id string) bool { return slices.Contains(purged, id) })
 	return nil
+}
+
+// dropPins removes the ids from d's pins, and reports whether d changed.
+func dropPins(d *Document, ids []string) bool {
+	n := len(d.RelatedIDs)
+	d.RelatedIDs = slices.DeleteFunc(d.RelatedIDs, func(id string) bool { return slices.Contains(ids, id) })
+	return len(d.RelatedIDs) != n
 }

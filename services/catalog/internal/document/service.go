@@ -40,15 +40,16 @@ func NewID() string {
 }
 
 // check validates in and checks the references and pins it makes, for the
-// document self ("" for a new one), and returns the document fields it
-// sets. Every failing field is reported at once.
-func (s *Service) check(ctx context.Context, in Input, self string, draft bool) (Document, schedule, error) {
+// document self ("" for a new one) whose pins are stored (related.go), and
+// returns the document fields it sets. Every failing field is reported at
+// once.
+func (s *Service) check(ctx context.Context, in Input, self string, stored []string, draft bool) (Document, schedule, error) {
 	d, errs := validate(in)
 	sc := checkSchedule(in, draft, s.now(), &errs)
 	if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
 		return Document{}, sc, err
 	}
-	if err := checkPins(ctx, s.store, d.RelatedIDs, self, &errs); err != nil {
+	if err := checkPins(ctx, s.store, &d, stored, self, &errs); err != nil {
 		return Document{}, sc, err
 	}
 	if err := errs.Err(); err != nil {
@@ -63,11 +64,11 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	if _, errs := validate(in); len(errs) > 0 {
 		// A body wrong in itself writes nothing; its references are asked
 		// about too, so that one answer names every failing field.
-		_, _, err := s.check(ctx, in, "", draft)
+		_, _, err := s.check(ctx, in, "", nil, draft)
 		return Document{}, err
 	}
 	d, err := s.store.Create(ctx, NewID(), in.adds(), s.write(ctx, WhyCreate, func(nd *Document) error {
-		checked, sc, err := s.check(ctx, in, "", draft)
+		checked, sc, err := s.check(ctx, in, "", nil, draft)
 		if err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if t := Type(in.Type); t.Valid() && t != d.Type {
 			return ErrTypeImmutable
 		}
-		checked, sc, err := s.check(ctx, in, d.ID, drafting(in, d))
+		checked, sc, err := s.check(ctx, in, d.ID, d.RelatedIDs, drafting(in, d))
 		if err != nil {
 			return err
 		}
@@ -162,11 +163,34 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
 
 // TagsDeleted applies the deletion of tags (their events) to every
 // document, deleted ones included, and returns the documents it changed.
-// Taxonomy is asked whether an id was created anew since (refs.go).
+// Taxonomy is asked whether an id was created anew since (refs.go) once
+// the documents are held, so that a tag created anew, and a document
+// written against it, before the hold are seen as such.
 func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	var live map[string]time.Time
+	look := func(ctx context.Context) error {
+		var err error
+		live, err = s.liveAgain(ctx, ids)
+		return err
+	}
+	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.write(ctx, whyEvent+events.TagDeleted, func(d *Document) error {
+		dropped := dropDeletedTags(d, ids, live)
+		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {
+			dropped = true
+		}
+		if !dropped {
+			return ErrUnchanged
+		}
+		return nil
+	}))
+}
+
+// liveAgain returns which of the deleted tags ids exist again, created
+// anew since, with their creation time.
+func (s *Service) liveAgain(ctx context.Context, ids []string) (map[string]time.Time, error) {
 	live, err := s.refs.Tags(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -180,21 +204,7 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 		s.log.InfoContext(ctx, "tag id created anew since its deletion: only documents not checked against the new tag lose it",
 			"tag_id", id, "created_at", since)
 	}
-	naming, err := s.store.Naming(ctx, Refs{Tags: ids})
-	if err != nil {
-		return nil, err
-	}
-	changed, err := s.store.UpdateEach(ctx, naming, s.write(ctx, whyEvent+events.TagDeleted, func(d *Document) error {
-		dropped := dropDeletedTags(d, ids, live)
-		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {
-			dropped = true
-		}
-		if !dropped {
-			return ErrUnchanged
-		}
-		return nil
-	}))
-	return changed, err
+	return live, nil
 }
 
 // MediaDeleted applies the deletion of a media (its event): documents that
@@ -226,8 +236,8 @@ func (s *Service) MediaDeleted(ctx context.Context, mediaID string) (changed []D
 
 // PurgeTrash purges the documents deleted before the given time: they are
 // gone for good but for a tombstone, and their purge is announced
-// (library.catalog.document.purged). It returns how many it purged, at
-// most limit a call.
+// (library.catalog.document.purged); documents that pinned them drop the
+// pin (related.go). It returns how many it purged, at most limit a call.
 func (s *Service) PurgeTrash(ctx context.Context, before time.Time, limit int) (int, error) {
 	ids, err := s.store.Trashed(ctx, before, limit)
 	if err != nil || len(ids) == 0 {
@@ -239,6 +249,24 @@ func (s *Service) PurgeTrash(ctx context.Context, before time.Time, limit int) (
 		}
 		*d = Document{ID: d.ID, Type: d.Type, IsDeleted: true, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 			DeletedAt: d.DeletedAt, DeletedSeq: d.DeletedSeq, PurgedAt: s.now()}
+		return nil
+	})
+	if err != nil || len(purged) == 0 {
+		return len(purged), err
+	}
+	gone := make([]string, len(purged))
+	for i, d := range purged {
+		gone[i] = d.ID
+	}
+	// A pin is nobody's change, as a tag deletion is: UpdatedAt stays.
+	pinning, err := s.store.Pinning(ctx, gone)
+	if err != nil {
+		return len(purged), err
+	}
+	_, err = s.store.UpdateEach(ctx, pinning, func(d *Document) error {
+		if !dropPins(d, gone) {
+			return ErrUnchanged
+		}
 		return nil
 	})
 	return len(purged), err

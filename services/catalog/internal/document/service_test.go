@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,6 +177,44 @@ func TestTagsDeleted(t *testing.T) {
 	}
 }
 
+// A tag deleted, created anew and given to a document while the deletion's
+// event is being applied: the document keeps the new tag whichever way the
+// two interleave (issue 21 item 4). The deletion asks taxonomy once it
+// holds the documents; asking before, it took the new tag for the old one.
+func TestATagCreatedAnewDuringItsDeletionIsKept(t *testing.T) {
+	w := newWorld()
+	svc, store := newService(t, w)
+	ctx := context.Background()
+	d, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "L", URL: "https://x.org", TagsIDs: []string{"a"}})
+	testkit.Must(t, err, "Create")
+	w.Untag("a")
+	var once sync.Once
+	written := make(chan error, 1)
+	w.OnTags(func() {
+		once.Do(func() {
+			// Just after the deletion's lookup answered: a is created anew
+			// and d written against it.
+			w.Tag("a", t1.Add(time.Hour), "c")
+			go func() {
+				_, err := svc.Update(ctx, d.ID, document.Input{Type: "LINK", Title: "L2", URL: "https://x.org", TagsIDs: []string{"a"}})
+				written <- err
+			}()
+			select { // done at once unless the deletion holds d
+			case err := <-written:
+				written <- err
+			case <-time.After(300 * time.Millisecond):
+			}
+		})
+	})
+	_, err = svc.TagsDeleted(ctx, []string{"a"})
+	testkit.Must(t, err, "TagsDeleted")
+	testkit.Must(t, <-written, "Update")
+	got, _ := store.Get(ctx, d.ID)
+	if got.Title != "L2" || strings.Join(got.TagsIDs, ",") != "a" || !got.TagSince["a"].Equal(t1.Add(time.Hour)) {
+		t.Errorf("document after both: title %q, tags %v, since %v; want L2 with the new a", got.Title, got.TagsIDs, got.TagSince)
+	}
+}
+
 func TestMediaDeleted(t *testing.T) {
 	svc, store := newService(t, newWorld())
 	ctx := context.Background()
@@ -291,5 +330,46 @@ func TestPins(t *testing.T) {
 	_, err = svc.Create(ctx, link("c", eleven...))
 	if got := document.Failing(t, err); got != "relatedIds" {
 		t.Errorf("failing fields %s", got)
+	}
+}
+
+// A pin already stored is not checked again: its document deleted, the
+// pinning document's body can be sent back; purged, it is dropped from
+// the documents that pin it (issue 21 item 9).
+func TestAPinDeletedThenPurged(t *testing.T) {
+	svc, store := newService(t, newWorld())
+	ctx := context.Background()
+	link := func(title string, pins ...string) document.Input {
+		return document.Input{Type: "LINK", Title: title, URL: "https://x.org", RelatedIDs: pins}
+	}
+	p, err := svc.Create(ctx, link("pinned"))
+	testkit.Must(t, err, "Create")
+	other, err := svc.Create(ctx, link("other"))
+	testkit.Must(t, err, "Create")
+	d, err := svc.Create(ctx, link("pinning", p.ID, other.ID))
+	testkit.Must(t, err, "Create")
+	_, _, err = svc.Delete(ctx, p.ID)
+	testkit.Must(t, err, "Delete")
+	u, err := svc.Update(ctx, d.ID, link("pinning 2", p.ID, other.ID))
+	testkit.Must(t, err, "Update after the pin's deletion")
+	if strings.Join(u.RelatedIDs, ",") != p.ID+","+other.ID {
+		t.Errorf("pins after the pin's deletion %v", u.RelatedIDs)
+	}
+	if n, err := svc.PurgeTrash(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("PurgeTrash = %d, %v", n, err)
+	}
+	got, _ := store.Get(ctx, d.ID)
+	if strings.Join(got.RelatedIDs, ",") != other.ID || !got.UpdatedAt.Equal(u.UpdatedAt) {
+		t.Errorf("after the purge: pins %v, updatedAt %v; want only %s, updatedAt unchanged", got.RelatedIDs, got.UpdatedAt, other.ID)
+	}
+	// The body read before the purge: the pin is one being added now.
+	_, err = svc.Update(ctx, d.ID, link("pinning 3", p.ID, other.ID))
+	if got := document.Failing(t, err); got != "relatedIds[0]" {
+		t.Errorf("failing fields %s", got)
+	}
+	u, err = svc.Update(ctx, d.ID, link("pinning 3", other.ID))
+	testkit.Must(t, err, "Update after the purge")
+	if strings.Join(u.RelatedIDs, ",") != other.ID {
+		t.Errorf("pins after the purge %v", u.RelatedIDs)
 	}
 }

@@ -77,6 +77,12 @@ func TestConfig(t *testing.T) {
 		{"empty", `{"moderatorEmail":""}`, 422},
 		{"missing", `{}`, 422},
 		{"no domain", `{"moderatorEmail":"mod@localhost"}`, 422},
+		// Issue 21 item 10: a domain that is not a host name.
+		{"a query in the domain", `{"moderatorEmail":"m@example.org?cc=attacker%40evil.org&body=hi"}`, 422},
+		{"braces in the domain", `{"moderatorEmail":"m@ex{a}mple.org"}`, 422},
+		{"hyphen labels", `{"moderatorEmail":"m@-.-"}`, 422},
+		{"an IP address", `{"moderatorEmail":"m@1.2.3.4"}`, 422},
+		{"a 64-character label", `{"moderatorEmail":"m@` + strings.Repeat("a", 64) + `.org"}`, 422},
 		{"wrong type", `{"moderatorEmail":42}`, 400},
 		{"not JSON", `moderatorEmail=x`, 400},
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/net/idna"
+
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/validation"
 )
@@ -81,7 +83,8 @@ const MaxEmailLength = 254
 
 // CheckEmail says why v is not an e-mail address a person can write to, or
 // "" when it is: a bare addr-spec (no display name, no angle brackets), a
-// local part of at most 64 characters, and a domain with a dot.
+// local part of at most 64 characters, and a domain that is a host name
+// (checkDomain).
 func CheckEmail(v string) string {
 	switch {
 	case v == "":
@@ -99,11 +102,33 @@ func CheckEmail(v string) string {
 		return "is not an e-mail address (name@example.org)"
 	}
 	local, domain, _ := strings.Cut(a.Address, "@")
-	switch {
-	case len(local) > 64:
+	if len(local) > 64 {
 		return "has a local part longer than 64 characters"
-	case !strings.Contains(strings.Trim(domain, "."), ".") || strings.HasPrefix(domain, "[") || strings.Contains(domain, ".."):
-		return "is not an e-mail address: the domain must be a name such as example.org"
+	}
+	return checkDomain(domain)
+}
+
+// hostName is UTS #46 processing for lookup with every check on: STD3
+// letters, digits and hyphens (no '?', '&', '%', '{', which RFC 5322 allows
+// in a domain but would change a mailto: link built from the address), no
+// hyphen at either end of a label, the bidi rule, and DNS lengths (labels
+// of 1 to 63 octets, 253 in all). golang.org/x/net/idna is the Go team's
+// implementation, kept up to date with Unicode.
+var hostName = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNSLength(true), idna.Transitional(false))
+
+// checkDomain says why domain is not a host name that mail can go to: an
+// LDH or internationalized name of at least two labels whose last is not
+// all digits (so not an IP address, RFC 3696 §2), or "" when it is.
+func checkDomain(domain string) string {
+	const msg = "is not an e-mail address: the domain must be a host name such as example.org"
+	ascii, err := hostName.ToASCII(domain)
+	if err != nil {
+		return msg
+	}
+	labels := strings.Split(ascii, ".")
+	top := labels[len(labels)-1]
+	if len(labels) < 2 || strings.Trim(top, "0123456789") == "" {
+		return msg
 	}
 	return ""
 }

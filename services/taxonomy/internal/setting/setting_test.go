@@ -13,14 +13,14 @@ import (
 
 func TestCheckEmail(t *testing.T) {
 	t.Parallel()
-	good := []string{"moderation@example.org", "a.b+tag@sub.example.co.uk", "x@xn--bcher-kva.example", "o'brien@example.ie"}
+	good := []string{"moderation@example.org", "m@" + strings.Repeat("b", 63) + ".org", "m@bücher.example", "m@1.example.org", "m@EXAMPLE.org", "a.b+tag@sub.example.co.uk", "x@xn--bcher-kva.example", "o'brien@example.ie"}
 	bad := map[string]string{
 		"":                                       "required",
 		"not-an-email":                           "not an e-mail address",
 		"a@":                                     "not an e-mail address",
 		"@example.org":                           "not an e-mail address",
-		"a@localhost":                            "domain must be a name",
-		"a@[127.0.0.1]":                          "domain must be a name",
+		"a@localhost":                            "host name",
+		"a@[127.0.0.1]":                          "not an e-mail address",
 		"a b@example.org":                        "space",
 		"a@example.org\n":                        "space",
 		"Mod <mod@example.org>":                  "space",
@@ -31,6 +31,15 @@ func TestCheckEmail(t *testing.T) {
 		"a@" + strings.Repeat("b", 250) + ".org": "longer than 254",
 		"a,b@example.org":                        "not an e-mail address",
 		"a@example.org,b@example.org":            "not an e-mail address",
+		// Issue 21 item 10: RFC 5322 allows these in a domain; a mailto:
+		// link built from them would carry the cc and body.
+		"m@example.org?cc=attacker%40evil.org&body=hi": "host name",
+		"m@ex{a}mple.org":                       "host name",
+		"m@-.-":                                 "host name",
+		"m@1.2.3.4":                             "host name",
+		"m@a-.example.org":                      "host name",
+		"m@example.org.":                        "not an e-mail address",
+		"m@" + strings.Repeat("b", 64) + ".org": "host name",
 	}
 	for _, v := range good {
 		if got := CheckEmail(v); got != "" {

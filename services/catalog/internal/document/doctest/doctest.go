@@ -20,8 +20,10 @@ type World struct {
 	tags   map[string]tag
 	medias map[string]document.Media
 	err    error
-	// onMedias, when set, runs at the start of each media lookup.
+	// onMedias, when set, runs at the start of each media lookup; onTags
+	// at the end of each tag lookup, once its answer is taken.
 	onMedias func()
+	onTags   func()
 }
 
 type tag struct {
@@ -76,17 +78,29 @@ func (w *World) OnMedias(f func()) {
 	w.onMedias = f
 }
 
+// OnTags runs f at the end of each tag lookup, once its answer is taken:
+// what f changes happens after the answer, as in a race.
+func (w *World) OnTags(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onTags = f
+}
+
 // Tags implements document.References.
 func (w *World) Tags(_ context.Context, ids []string) (map[string]time.Time, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	out := map[string]time.Time{}
 	for _, id := range ids {
 		if t, ok := w.tags[id]; ok {
 			out[id] = t.created
 		}
 	}
-	return out, w.err
+	hook, err := w.onTags, w.err
+	w.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return out, err
 }
 
 // Medias implements document.References.

@@ -47,7 +47,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -125,6 +127,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("tagsIds", false, "tagsIds"),
 		mongox.Index("fileId", false, "file.id"),
 		mongox.Index("imagesIds", false, "imagesIds"),
+		mongox.Index("relatedIds", false, "relatedIds"),
 		mongox.Index("trash", false, "isDeleted", "deletedAt"),
 		mongox.Index("purgedAt", false, "purgedAt"),
 		mongox.Index("outbox", false, outbox.CountField),
@@ -312,20 +315,40 @@ func (s *Store) find(ctx context.Context, filter any, opts *options.FindOptionsB
 
 // Naming implements document.Store.
 func (s *Store) Naming(ctx context.Context, refs document.Refs) ([]string, error) {
-	var or bson.A
-	if len(refs.Tags) > 0 {
-		or = append(or, bson.M{"tagsIds": bson.M{"$in": refs.Tags}}, bson.M{"pending.tags": bson.M{"$in": refs.Tags}},
-			bson.M{"draft.tagsIds": bson.M{"$in": refs.Tags}})
-	}
-	if len(refs.Media) > 0 {
-		or = append(or, bson.M{"file.id": bson.M{"$in": refs.Media}}, bson.M{"imagesIds": bson.M{"$in": refs.Media}},
-			bson.M{"pending.media": bson.M{"$in": refs.Media}},
-			bson.M{"draft.file.id": bson.M{"$in": refs.Media}}, bson.M{"draft.imagesIds": bson.M{"$in": refs.Media}})
-	}
+	or := namingFilter(refs, true)
 	if len(or) == 0 {
 		return nil, nil
 	}
 	return s.ids(ctx, bson.M{"$or": or})
+}
+
+// namingFilter is the $or of documents naming refs; with pending, also of
+// documents held by a write that may make them name refs.
+func namingFilter(refs document.Refs, pending bool) bson.A {
+	var or bson.A
+	if len(refs.Tags) > 0 {
+		// A draft's tags are the document's own (pending changes): always named.
+		or = append(or, bson.M{"tagsIds": bson.M{"$in": refs.Tags}}, bson.M{"draft.tagsIds": bson.M{"$in": refs.Tags}})
+		if pending {
+			or = append(or, bson.M{"pending.tags": bson.M{"$in": refs.Tags}})
+		}
+	}
+	if len(refs.Media) > 0 {
+		or = append(or, bson.M{"file.id": bson.M{"$in": refs.Media}}, bson.M{"imagesIds": bson.M{"$in": refs.Media}},
+			bson.M{"draft.file.id": bson.M{"$in": refs.Media}}, bson.M{"draft.imagesIds": bson.M{"$in": refs.Media}})
+		if pending {
+			or = append(or, bson.M{"pending.media": bson.M{"$in": refs.Media}})
+		}
+	}
+	return or
+}
+
+// Pinning implements document.Store.
+func (s *Store) Pinning(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.ids(ctx, bson.M{"relatedIds": bson.M{"$in": ids}})
 }
 
 // MediaUsers implements document.Store: live documents using the media,
@@ -568,7 +591,7 @@ func (s *Store) abandon(ctx context.Context, id, token string) {
 
 // Update implements document.Store.
 func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	out, err := s.update(ctx, []string{id}, adds, fn)
+	out, err := s.update(ctx, byID{ids: []string{id}}, adds, nil, fn)
 	if err != nil {
 		return document.Document{}, err
 	}
@@ -581,7 +604,7 @@ func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn fu
 
 // UpdateEach implements document.Store.
 func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.Document) error) ([]document.Document, error) {
-	out, err := s.update(ctx, ids, document.Refs{}, fn)
+	out, err := s.update(ctx, byID{ids: ids}, document.Refs{}, nil, fn)
 	var changed []document.Document
 	for _, id := range ids {
 		if r, ok := out[id]; ok && r.changed {
@@ -591,19 +614,71 @@ func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.
 	return changed, err
 }
 
+// UpdateNaming implements document.Store: each round holds, with one
+// update, every free document naming refs, reads them and those held by
+// other writes that name or may name refs (busy: the next round takes
+// them), then calls look and fn. Its cost in database operations does not
+// grow with the number of documents (commit groups a change that only
+// drops tags).
+func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error) ([]document.Document, error) {
+	filter := namingFilter(refs, false)
+	if filter == nil {
+		return nil, nil
+	}
+	out, err := s.update(ctx, byNaming{refs: refs}, document.Refs{}, look, fn)
+	var changed []document.Document
+	for _, r := range out {
+		if r.changed {
+			changed = append(changed, r.doc)
+		}
+	}
+	slices.SortFunc(changed, func(a, b document.Document) int { return strings.Compare(a.ID, b.ID) })
+	return changed, err
+}
+
 type result struct {
 	doc     document.Document
 	changed bool
 }
 
-// update runs rounds until every document of ids is written (or left
+// selection is which documents a write's round holds and reads.
+type selection interface {
+	// hold is the filter of the documents to hold (free ones are added).
+	hold() bson.M
+	// read is the filter of the documents the round reads: those token
+	// holds, and those it could not hold (busy).
+	read(token string) bson.M
+	// again is the selection of the next round, given the busy ids.
+	again(busy []string) selection
+}
+
+// byID selects documents by id.
+type byID struct{ ids []string }
+
+func (b byID) hold() bson.M {
+	return byIDs(b.ids, bson.M{"seq": bson.M{"$gt": 0}, "purgedAt": absent})
+}
+func (b byID) read(string) bson.M            { return byIDs(b.ids, bson.M{}) }
+func (b byID) again(busy []string) selection { return byID{ids: busy} }
+
+// byNaming selects the documents that name refs (Naming).
+type byNaming struct{ refs document.Refs }
+
+func (b byNaming) hold() bson.M {
+	return bson.M{"$or": namingFilter(b.refs, false), "seq": bson.M{"$gt": 0}, "purgedAt": absent}
+}
+func (b byNaming) read(token string) bson.M {
+	return bson.M{"$or": bson.A{bson.M{"pending.token": token}, bson.M{"held": true, "$or": namingFilter(b.refs, true)}}}
+}
+func (b byNaming) again([]string) selection { return b }
+
+// update runs rounds until every selected document is written (or left
 // unchanged), missing, or busyWait has passed while others hold some.
-func (s *Store) update(ctx context.Context, ids []string, adds document.Refs, fn func(*document.Document) error) (map[string]result, error) {
+func (s *Store) update(ctx context.Context, sel selection, adds document.Refs, look func(context.Context) error, fn func(*document.Document) error) (map[string]result, error) {
 	out := map[string]result{}
-	todo := slices.Clone(ids)
 	wait, deadline := 2*time.Millisecond, time.Now().Add(busyWait)
 	for {
-		busy, err := s.round(ctx, todo, adds, fn, out)
+		busy, err := s.round(ctx, sel, adds, look, fn, out)
 		if err != nil || len(busy) == 0 {
 			return out, err
 		}
@@ -616,7 +691,7 @@ func (s *Store) update(ctx context.Context, ids []string, adds document.Refs, fn
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 100*time.Millisecond)
-		todo = busy
+		sel = sel.again(busy)
 	}
 }
 
@@ -624,52 +699,32 @@ type change struct {
 	before, after document.Document
 }
 
-// round holds what it can of ids, runs fn on each held document, commits
-// the changed ones and releases the others. It records finished documents
-// in out and returns the ids to try again (held by another write, or whose
-// hold was taken over before the commit). Missing ids are left out.
-func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
+// round holds what it can of sel, calls look (after the hold, so what it
+// asks other services comes after any write it could race: refs.go), runs
+// fn on each held document, commits the changed ones and releases the
+// others. It records finished documents in out and returns the ids to try
+// again (held by another write, or whose hold was taken over before the
+// commit). Missing ids are left out.
+func (s *Store) round(ctx context.Context, sel selection, adds document.Refs, look func(context.Context) error, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
 	h := s.hold(adds)
 	free := bson.A{bson.M{"pending": absent}, bson.M{"pending.at": bson.M{"$lt": h.At.Add(-holdTTL)}}}
-	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"seq": bson.M{"$gt": 0}, "purgedAt": absent, "$or": free}),
-		bson.M{"$set": bson.M{"pending": h, "held": true}}); err != nil {
+	filter := sel.hold()
+	filter["$and"] = bson.A{bson.M{"$or": free}}
+	if _, err := s.docs.UpdateMany(ctx, filter, bson.M{"$set": bson.M{"pending": h, "held": true}}); err != nil {
 		return nil, err
 	}
-	cur, err := s.docs.Find(ctx, byIDs(ids, bson.M{}), options.Find().SetProjection(withoutOutbox))
+	held, busy, err := s.readHeld(ctx, sel, h.Token)
+	if err == nil && look != nil && len(held) > 0 {
+		err = look(ctx)
+	}
 	if err != nil {
-		s.release(ctx, ids, h.Token)
+		s.releaseToken(ctx, h.Token)
 		return nil, err
 	}
-	var docs []doc
-	if err := cur.All(ctx, &docs); err != nil {
-		s.release(ctx, ids, h.Token)
+	changes, unchanged, err := s.apply(held, adds, fn, out)
+	if err != nil {
+		s.releaseToken(ctx, h.Token)
 		return nil, err
-	}
-	var changes []change
-	var unchanged []string
-	for _, d := range docs {
-		if d.PurgedAt != nil {
-			continue // gone for good: missing
-		}
-		if d.Pending == nil || d.Pending.Token != h.Token {
-			busy = append(busy, d.ID)
-			continue
-		}
-		before := d.domain()
-		after := before.Clone()
-		switch err := fn(&after); {
-		case errors.Is(err, document.ErrUnchanged):
-			unchanged = append(unchanged, d.ID)
-			out[d.ID] = result{doc: before}
-		case err != nil:
-			s.release(ctx, ids, h.Token)
-			return nil, err
-		case !refsUnion(adds, before.Refs()).Covers(after.Refs()):
-			s.release(ctx, ids, h.Token)
-			return nil, fmt.Errorf("document %s: the write adds references it did not hold", d.ID)
-		default:
-			changes = append(changes, change{before: before, after: after})
-		}
 	}
 	if len(unchanged) > 0 {
 		s.release(ctx, unchanged, h.Token)
@@ -683,7 +738,7 @@ func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn 
 	}
 	var unwritten []string
 	for _, c := range changes {
-		if _, ok := out[c.after.ID]; !ok || !out[c.after.ID].changed {
+		if r, ok := out[c.after.ID]; !ok || !r.changed || r.doc.Seq != c.after.Seq {
 			unwritten = append(unwritten, c.after.ID)
 		}
 	}
@@ -692,6 +747,53 @@ func (s *Store) round(ctx context.Context, ids []string, adds document.Refs, fn 
 		return nil, err
 	}
 	return append(busy, unwritten...), nil // unwritten: the hold was taken over; again
+}
+
+// readHeld reads what a round selected: the documents token holds, and the
+// ids of those another write holds.
+func (s *Store) readHeld(ctx context.Context, sel selection, token string) (held []doc, busy []string, err error) {
+	cur, err := s.docs.Find(ctx, sel.read(token), options.Find().SetProjection(withoutOutbox))
+	if err != nil {
+		return nil, nil, err
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, err
+	}
+	for _, d := range docs {
+		switch {
+		case d.PurgedAt != nil:
+			// gone for good: missing
+		case d.Pending == nil || d.Pending.Token != token:
+			busy = append(busy, d.ID)
+		default:
+			held = append(held, d)
+		}
+	}
+	return held, busy, nil
+}
+
+// apply runs fn on each held document: the changes to commit, and the ids
+// left unchanged (recorded in out unless an earlier round changed them).
+func (s *Store) apply(held []doc, adds document.Refs, fn func(*document.Document) error, out map[string]result) (changes []change, unchanged []string, err error) {
+	for _, d := range held {
+		before := d.domain()
+		after := before.Clone()
+		switch err := fn(&after); {
+		case errors.Is(err, document.ErrUnchanged):
+			unchanged = append(unchanged, d.ID)
+			if _, done := out[d.ID]; !done {
+				out[d.ID] = result{doc: before}
+			}
+		case err != nil:
+			return nil, nil, err
+		case !refsUnion(adds, before.Refs()).Covers(after.Refs()):
+			return nil, nil, fmt.Errorf("document %s: the write adds references it did not hold", d.ID)
+		default:
+			changes = append(changes, change{before: before, after: after})
+		}
+	}
+	return changes, unchanged, nil
 }
 
 func refsUnion(a, b document.Refs) document.Refs {
@@ -718,8 +820,8 @@ func (s *Store) commit(ctx context.Context, token string, changes []change) ([]d
 	if err != nil {
 		return nil, err
 	}
-	models := make([]mongo.WriteModel, len(changes))
-	for i, c := range changes {
+	for i := range changes {
+		c := &changes[i]
 		c.after.Seq = seq
 		switch {
 		case !c.after.IsDeleted:
@@ -727,12 +829,10 @@ func (s *Store) commit(ctx context.Context, token string, changes []change) ([]d
 		case !c.before.IsDeleted:
 			c.after.DeletedSeq = seq
 		}
-		update, err := s.updateOf(ctx, c.before, c.after)
-		if err != nil {
-			return nil, err
-		}
-		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update)
-		changes[i] = c
+	}
+	models, err := s.models(ctx, token, seq, changes)
+	if err != nil {
+		return nil, err
 	}
 	res, err := s.docs.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	if err != nil {
@@ -751,6 +851,94 @@ func (s *Store) commit(ctx context.Context, token string, changes []change) ([]d
 	}
 	written, err := s.at(ctx, ids, seq)
 	return pick(changes, written), err
+}
+
+// models are the statements of a commit: one per change, but one for all
+// the changes that only drop the same tags (a tag deletion's), so that a
+// deletion costs one statement whatever the number of documents naming
+// the tag.
+func (s *Store) models(ctx context.Context, token string, seq int64, changes []change) ([]mongo.WriteModel, error) {
+	var models []mongo.WriteModel
+	groups := map[string]*tagDrop{}
+	var order []string
+	for _, c := range changes {
+		if tags, ok := onlyDropsTags(c.before, c.after); ok {
+			key := strings.Join(tags, "\x00")
+			g := groups[key]
+			if g == nil {
+				g = &tagDrop{tags: tags}
+				groups[key], order = g, append(order, key)
+			}
+			g.add(c.before)
+			continue
+		}
+		update, err := s.updateOf(ctx, c.before, c.after)
+		if err != nil {
+			return nil, err
+		}
+		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update))
+	}
+	for _, key := range order {
+		models = append(models, groups[key].model(token, seq))
+	}
+	return models, nil
+}
+
+// tagDrop is documents whose change only removes tags.
+type tagDrop struct {
+	tags  []string
+	ids   []string
+	since []tagSinceDoc
+}
+
+func (g *tagDrop) add(before document.Document) {
+	g.ids = append(g.ids, before.ID)
+	for _, id := range g.tags {
+		if at, ok := before.TagSince[id]; ok {
+			e := tagSinceDoc{ID: id, At: at}
+			if !slices.Contains(g.since, e) {
+				g.since = append(g.since, e)
+			}
+		}
+	}
+}
+
+// model pulls the tags, and the entries of tagSince that name them (the
+// exact values read: $pull with a condition is not in the test database),
+// from each document of the group that token holds, as the change's
+// commit (updateOf) would: new seq, hold ended, UpdatedAt kept.
+func (g *tagDrop) model(token string, seq int64) mongo.WriteModel {
+	pull := bson.M{"tagsIds": g.tags}
+	if len(g.since) > 0 {
+		pull["tagSince"] = g.since
+	}
+	return mongo.NewUpdateManyModel().
+		SetFilter(bson.M{"_id": bson.M{"$in": g.ids}, "pending.token": token}).
+		SetUpdate(bson.M{"$pullAll": pull, "$set": bson.M{"seq": seq}, "$unset": bson.M{"pending": "", "held": "", "refsAt": ""}})
+}
+
+// onlyDropsTags reports whether after is before less some of its tags (and
+// their TagSince), and which; such a change has no events.
+func onlyDropsTags(before, after document.Document) ([]string, bool) {
+	var dropped []string
+	for _, id := range before.TagsIDs {
+		if !slices.Contains(after.TagsIDs, id) {
+			dropped = append(dropped, id)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil, false
+	}
+	want := before.Clone()
+	want.TagsIDs = slices.DeleteFunc(want.TagsIDs, func(id string) bool { return slices.Contains(dropped, id) })
+	for _, id := range dropped {
+		delete(want.TagSince, id)
+	}
+	want.Seq, want.DeletedSeq = after.Seq, after.DeletedSeq
+	if len(want.TagSince) == 0 && len(after.TagSince) == 0 {
+		want.TagSince = after.TagSince
+	}
+	return dropped, reflect.DeepEqual(want, after)
 }
 
 // at returns which of ids are at seq.
@@ -829,6 +1017,16 @@ func (s *Store) release(ctx context.Context, ids []string, token string) {
 	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"pending.token": token}),
 		bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
 		s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", ids, "error", err)
+	}
+}
+
+// releaseToken ends every hold of token, leaving the documents as they were.
+func (s *Store) releaseToken(ctx context.Context, token string) {
+	ctx, cancel := cleanup(ctx)
+	defer cancel()
+	if _, err := s.docs.UpdateMany(ctx, bson.M{"held": true, "pending.token": token},
+		bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
+		s.log.WarnContext(ctx, "holds were not released; ReleaseStale does it", "error", err)
 	}
 }
 
