@@ -12,6 +12,7 @@ import (
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/bodyread"
 	"github.com/doclib/services/gateway/internal/crossorigin"
 	"github.com/doclib/services/gateway/internal/route"
 )
@@ -39,7 +40,9 @@ type Config struct {
 	// from memory before it revalidates with its service; 0 disables.
 	PublicCacheTTL  time.Duration
 	UpstreamTimeout time.Duration
-	TrustedProxies  []string
+	// BodyRead bounds how long a request body may take to arrive.
+	BodyRead       bodyread.Config
+	TrustedProxies []string
 	// CORSOrigins may call the admin listener from a browser.
 	CORSOrigins []string
 }
@@ -74,6 +77,14 @@ func loadConfig(env *config.Env) Config {
 		UpstreamTimeout: env.Duration("UPSTREAM_TIMEOUT", 30*time.Second),
 		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
 		CORSOrigins:     env.List("CORS_ALLOWED_ORIGINS", nil),
+	}
+	c.BodyRead = bodyread.Config{
+		Timeout:       env.Duration("BODY_READ_TIMEOUT", 10*time.Second),
+		UploadMinRate: env.Int("UPLOAD_MIN_RATE", 16<<10, 1, 1<<40),
+		Max:           c.Server.ReadTimeout,
+	}
+	if c.BodyRead.Timeout <= 0 {
+		env.Check("BODY_READ_TIMEOUT", errors.New("must be more than 0"))
 	}
 	if c.Server.Addr != "" {
 		env.Check("HTTP_ADDR", errors.New("is not read by the gateway: set PUBLIC_ADDR and ADMIN_ADDR"))

@@ -126,7 +126,7 @@ func run(ctx context.Context) error {
 		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins,
 		Auth: authenticator, Signer: proof.NewSigner(cfg.IdentityKey), Limiter: limiter,
 		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins,
-		Reference: ref,
+		Reference: ref, BodyRead: cfg.BodyRead,
 	})
 	if err != nil {
 		return err

@@ -64,9 +64,13 @@ type Authenticator struct {
 
 // New returns an Authenticator asking verifiers in order. failures, when
 // not nil, counts failed authentications per client: once a client's
-// bucket is empty, its /bo requests are 429 until it refills, before any
-// token is checked, so the answers stop telling a guesser anything.
-// Requests with a valid token take nothing from the bucket and never wait.
+// bucket is empty, its failed /bo authentications are 429 until it
+// refills, so a guesser is slowed down and learns nothing from the
+// answers but "wrong" or "slow down". The token is always checked first
+// (in constant time for static tokens): a valid token takes nothing from
+// the bucket and is served whatever the bucket holds, so a flood of wrong
+// tokens from an address (a NAT, an office, an attacker sharing it) never
+// locks out the right one.
 func New(failures *ratelimit.Limiter, verifiers ...Verifier) (*Authenticator, error) {
 	if len(verifiers) == 0 {
 		return nil, ErrNoVerifier
@@ -77,24 +81,28 @@ func New(failures *ratelimit.Limiter, verifiers ...Verifier) (*Authenticator, er
 // Authenticate returns the caller of c's request, or the problem to answer
 // with (401, 403 or 429). Tokens are never logged or echoed.
 func (a *Authenticator) Authenticate(c *gin.Context) (identity.Caller, *problem.Problem) {
-	client := ratelimit.ClientKey(c.ClientIP())
-	if a.failures != nil {
-		if blocked, wait := a.failures.Blocked(client); blocked {
-			return identity.Caller{}, tooManyFailures(wait)
-		}
-	}
 	caller, p := a.verify(c.Request.Context(), c.Request.Header.Values("Authorization"))
 	if p != nil {
-		if p.Status == http.StatusUnauthorized && a.failures != nil && c.GetHeader("Authorization") != "" {
-			a.failures.Allow(client) // a try that counts; the next one may be refused
-		}
-		return identity.Caller{}, p
+		return identity.Caller{}, a.throttle(c, p)
 	}
 	if !mayDo(caller.Role, c.Request.Method) {
 		return identity.Caller{}, problem.Forbidden(
 			"the role " + string(caller.Role) + " may only read (GET, HEAD); " + c.Request.Method + " needs the role editor")
 	}
 	return caller, nil
+}
+
+// throttle counts a failed authentication, a 401 for a request that sent
+// credentials (one without is no guess), against its client; once the
+// client's budget is spent, the failure is 429 instead.
+func (a *Authenticator) throttle(c *gin.Context, p *problem.Problem) *problem.Problem {
+	if p.Status != http.StatusUnauthorized || a.failures == nil || c.GetHeader("Authorization") == "" {
+		return p
+	}
+	if ok, wait := a.failures.Allow(ratelimit.ClientKey(c.ClientIP())); !ok {
+		return tooManyFailures(wait)
+	}
+	return p
 }
 
 func (a *Authenticator) verify(ctx context.Context, headers []string) (identity.Caller, *problem.Problem) {

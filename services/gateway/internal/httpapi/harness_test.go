@@ -17,6 +17,7 @@ import (
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/bodyread"
 	"github.com/doclib/services/gateway/internal/httpapi"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
@@ -44,6 +45,7 @@ type options struct {
 	cacheTTL        time.Duration // > 0 turns the micro-cache on
 	failures        *ratelimit.Limiter
 	corsOrigins     []string
+	bodyRead        bodyread.Config
 }
 
 type harness struct {
@@ -114,7 +116,7 @@ func start(t *testing.T, o options) *harness {
 		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Limiter: o.limiter,
 		Auth: authenticator, Signer: proof.NewSigner(identityKey),
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil), CORSOrigins: o.corsOrigins,
-		Reference: ref,
+		Reference: ref, BodyRead: o.bodyRead,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/services/gateway/internal/bodyread"
 	"github.com/doclib/services/gateway/internal/crossorigin"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
@@ -60,6 +61,9 @@ type Deps struct {
 	// CORSOrigins may call the admin listener from a browser; the public
 	// listener lets any origin read.
 	CORSOrigins []string
+	// BodyRead bounds how long request bodies may take; its zero value
+	// sets no deadline but still answers without draining unread bodies.
+	BodyRead bodyread.Config
 	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-For
 	// is believed when finding the client IP; empty trusts none.
 	TrustedProxies []string
@@ -127,8 +131,25 @@ func newEngine(d Deps, listener string) (*gin.Engine, error) {
 	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("httpapi: trusted proxies: %w", err)
 	}
-	e.Use(securityHeaders, dropForgedIdentity)
+	e.Use(securityHeaders, dropForgedIdentity, bodyread.Guard(d.BodyRead, kindOf))
 	return e, nil
+}
+
+// routeKinds is the body kind of every route of the table, by method and
+// Gin path.
+var routeKinds = func() map[string]route.Kind {
+	m := map[string]route.Kind{}
+	for _, r := range route.Table() {
+		m[r.Method+" "+r.Path] = r.Kind
+	}
+	return m
+}()
+
+// kindOf is the body kind of the route c matched; a request that matched
+// none of the table's routes (health, reference, 404, 405) takes no body.
+func kindOf(c *gin.Context) (route.Kind, bool) {
+	k, ok := routeKinds[c.Request.Method+" "+c.FullPath()]
+	return k, ok
 }
 
 // routeChain is what serves route r: the rate limit on public routes, the

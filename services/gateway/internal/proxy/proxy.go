@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,13 +101,22 @@ func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
 // ErrorHandler answers a request whose exchange with the service name
-// failed: 413 when its body went over the limit, nothing (499 in the log)
+// failed: 413 when its body went over the limit, 408 when it did not
+// arrive in time, nothing (499 in the log)
 // when the client went away, otherwise the problem Problem gives.
 func ErrorHandler(name string, log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
-		if g, ok := r.Context().Value(guardKey{}).(*guard); ok && g.tripped.Load() {
-			problem.Write(w, problem.TooLarge(g.detail))
-			return
+		if g, ok := r.Context().Value(guardKey{}).(*guard); ok {
+			switch {
+			case g.tripped.Load():
+				problem.Write(w, problem.TooLarge(g.detail))
+				return
+			case g.slow.Load():
+				w.Header().Set("Connection", "close") // what is left of the body is not read
+				problem.Write(w, problem.New(http.StatusRequestTimeout, "request_timeout",
+					"the request body did not arrive in time (see BODY_READ_TIMEOUT and UPLOAD_MIN_RATE)"))
+				return
+			}
 		}
 		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 			log.DebugContext(r.Context(), "client went away before the upstream answered", "path", r.URL.Path)
@@ -138,10 +148,12 @@ func Problem(name string, err error) *problem.Problem {
 	}
 }
 
-// guard records that a request body went over its limit, so the error
-// handler answers 413 rather than a gateway error.
+// guard records that a request body went over its limit, or did not
+// arrive in time, so the error handler answers 413 or 408 rather than a
+// gateway error.
 type guard struct {
 	tripped atomic.Bool
+	slow    atomic.Bool
 	detail  string
 }
 
@@ -155,8 +167,12 @@ type guardedBody struct {
 func (b guardedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	var tooBig *http.MaxBytesError
-	if err != nil && errors.As(err, &tooBig) {
+	switch {
+	case err == nil:
+	case errors.As(err, &tooBig):
 		b.g.tripped.Store(true)
+	case errors.Is(err, os.ErrDeadlineExceeded): // bodyread's deadline
+		b.g.slow.Store(true)
 	}
 	return n, err
 }

@@ -74,23 +74,6 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	return true, 0
 }
 
-// Blocked reports whether key's bucket is empty, without taking a token,
-// and if so how long until one is available. A key never seen is not
-// blocked.
-func (l *Limiter) Blocked(key string) (blocked bool, retryAfter time.Duration) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, found := l.clients[key]
-	if !found {
-		return false, 0
-	}
-	if tokens := c.lim.TokensAt(now); tokens < 1 {
-		return true, time.Duration((1 - tokens) / float64(l.limit) * float64(time.Second))
-	}
-	return false, 0
-}
-
 // RetryAfterSeconds renders d as a Retry-After value: whole seconds, at
 // least 1.
 func RetryAfterSeconds(d time.Duration) int {

@@ -78,28 +78,3 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
-
-func TestBlocked(t *testing.T) {
-	t.Parallel()
-	now := time.Unix(1_000_000, 0)
-	l := New(0.5, 2, 10) // a token every 2 s
-	l.now = func() time.Time { return now }
-	if blocked, _ := l.Blocked("a"); blocked {
-		t.Fatal("a key never seen is blocked")
-	}
-	l.Allow("a")
-	if blocked, _ := l.Blocked("a"); blocked {
-		t.Fatal("blocked with one token left")
-	}
-	l.Allow("a")
-	for range 3 { // Blocked takes nothing
-		blocked, wait := l.Blocked("a")
-		if !blocked || wait <= 0 || wait > 2*time.Second {
-			t.Fatalf("Blocked = %v, %v; want true within (0, 2s]", blocked, wait)
-		}
-	}
-	now = now.Add(2 * time.Second)
-	if blocked, _ := l.Blocked("a"); blocked {
-		t.Error("still blocked once a token refilled")
-	}
-}
