@@ -76,7 +76,7 @@ type Revisions interface {
 	// given time (by Change.At).
 	Unsettled(ctx context.Context, before time.Time, limit int) ([]Document, error)
 	// ListRevisions returns up to limit revisions of the document with a
-	// version below before (0: any), newest first, without their Doc.
+	// version below before, newest first, without their Doc.
 	ListRevisions(ctx context.Context, id string, before int64, limit int) ([]Revision, error)
 	// GetRevision returns one revision; ErrRevisionNotFound if there is none.
 	GetRevision(ctx context.Context, id string, version int64) (Revision, error)
@@ -282,8 +282,12 @@ func (s *Service) SetRetention(r Retention) { s.retention = r }
 // Revisions returns a page of the document's revisions, newest first,
 // below version before (0: from the newest).
 func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int) ([]Revision, error) {
-	if _, err := s.repair(ctx, id); err != nil {
+	d, err := s.repair(ctx, id)
+	if err != nil {
 		return nil, err
+	}
+	if before == 0 || before > d.Version {
+		before = d.Version + 1
 	}
 	return s.store.ListRevisions(ctx, id, before, limit)
 }

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/doclib/services/catalog/internal/document"
 )
@@ -142,24 +143,43 @@ func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]d
 	}), nil
 }
 
-// ListRevisions implements document.Revisions.
+// ListRevisions implements document.Revisions. The page's versions are
+// known (a document's revisions are numbered 1 to its version; retention
+// removes the oldest), so each is read by its _id, a few at a time: the
+// one lookup the development database serves from an index. A query on
+// documentId sorted by version read every revision of the document there
+// (about 1 s for 1,000 on a loaded machine); on MongoDB both are index
+// reads.
 func (s *Store) ListRevisions(ctx context.Context, id string, before int64, limit int) ([]document.Revision, error) {
-	filter := bson.M{"documentId": id}
-	if before > 0 {
-		filter["version"] = bson.M{"$lt": before}
+	var versions []int64
+	for v := before - 1; v >= 1 && len(versions) < limit; v-- {
+		versions = append(versions, v)
 	}
-	cur, err := s.revs.Find(ctx, filter, options.Find().SetProjection(bson.M{"doc": 0}).
-		SetSort(bson.D{{Key: "version", Value: -1}}).SetLimit(int64(limit)))
-	if err != nil {
+	found := make([]*revisionDoc, len(versions))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, v := range versions {
+		g.Go(func() error {
+			var r revisionDoc
+			err := s.revs.FindOne(gctx, bson.M{"_id": revisionID(id, v)}, options.FindOne().SetProjection(bson.M{"doc": 0})).Decode(&r)
+			switch {
+			case errors.Is(err, mongo.ErrNoDocuments):
+				return nil // removed by the retention, or not stored yet
+			case err != nil:
+				return err
+			}
+			found[i] = &r
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	var rds []revisionDoc
-	if err := cur.All(ctx, &rds); err != nil {
-		return nil, err
-	}
-	out := make([]document.Revision, len(rds))
-	for i, r := range rds {
-		out[i] = r.domain()
+	out := make([]document.Revision, 0, len(versions))
+	for _, r := range found {
+		if r != nil {
+			out = append(out, r.domain())
+		}
 	}
 	return out, nil
 }
