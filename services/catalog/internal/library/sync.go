@@ -48,6 +48,9 @@ import (
 // PageSize is the most documents (and removed ids) a page holds.
 const PageSize = 1000
 
+// pageWait bounds how long a sync page waits for the follower (snapshotFor).
+const pageWait = time.Second
+
 // Errors of a sync request.
 var (
 	// ErrBadCursor: the cursor is not one this service made (400).
@@ -232,6 +235,17 @@ func (l *Library) snapshotFor(ctx context.Context, from *Cursor, publicLag time.
 	s, err := l.Get(ctx, publicLag)
 	if err != nil {
 		return nil, err
+	}
+	if publicLag > 0 && s.Counter > s.Stable && l.now().Sub(s.taken) >= publicLag {
+		// Documents put above the stable point would be sent, and sent
+		// again after the next cursor, which stays at the stable point: as
+		// before the follower, the page waits for a look after them, for
+		// as long as the store answers within pageWait.
+		wait, cancel := context.WithTimeout(ctx, pageWait)
+		if fresh, err := l.fresh(wait); err == nil {
+			s = fresh
+		}
+		cancel()
 	}
 	if from != nil && (from.Seq > s.Stable || from.Floor > s.Stable) {
 		// Made by a fresher replica, or made up: a fresh snapshot.
