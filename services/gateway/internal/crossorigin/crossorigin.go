@@ -56,7 +56,7 @@ func Public() *Policy {
 // No origin means no cross-origin call at all.
 func Admin(origins []string) *Policy {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	headers := append([]string{"Authorization", "Content-Type"}, readHeaders...)
+	headers := append([]string{"Authorization", "Content-Type", "Idempotency-Key"}, readHeaders...)
 	return newPolicy("the admin listener", origins, false, methods, headers)
 }
 
