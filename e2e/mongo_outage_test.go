@@ -22,6 +22,9 @@ type dbProxy struct {
 	ln           net.Listener
 	conns        []net.Conn
 	hang         bool
+	// paused holds every byte in either direction until resume, as a
+	// database stopped with kill -STOP holds the commands it was sent.
+	paused *sync.RWMutex
 }
 
 func newDBProxy(t *testing.T) *dbProxy {
@@ -30,7 +33,7 @@ func newDBProxy(t *testing.T) *dbProxy {
 	target, _, _ = strings.Cut(target, "/")
 	addr, err := devserver.FreeAddr()
 	testkit.Must(t, err, "free port")
-	p := &dbProxy{addr: addr, target: target}
+	p := &dbProxy{addr: addr, target: target, paused: &sync.RWMutex{}}
 	p.listen()
 	t.Cleanup(p.refuse)
 	return p
@@ -68,11 +71,35 @@ func (p *dbProxy) listen() {
 			p.mu.Lock()
 			p.conns = append(p.conns, s)
 			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
+			go func() { p.copy(s, c); s.Close() }()
+			go func() { p.copy(c, s); c.Close() }()
 		}
 	}()
 }
+
+// copy forwards src to dst, holding each chunk while the proxy is paused.
+func (p *dbProxy) copy(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.paused.RLock()
+			_, werr := dst.Write(buf[:n])
+			p.paused.RUnlock()
+			if werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// pause holds all traffic, connections kept, until resume.
+func (p *dbProxy) pause() { p.paused.Lock() }
+
+func (p *dbProxy) resume() { p.paused.Unlock() }
 
 func (p *dbProxy) cut() {
 	for _, c := range p.conns {

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -15,6 +16,8 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
@@ -64,8 +67,10 @@ type settings struct {
 	database    string
 	natsURL     string
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
-	taxonomyURL *url.URL
-	mediaURL    *url.URL
+	// idempotencyRetention is how long an Idempotency-Key is kept.
+	idempotencyRetention time.Duration
+	taxonomyURL          *url.URL
+	mediaURL             *url.URL
 	// trashRetention: documents deleted longer ago are purged; 0 keeps
 	// them forever.
 	trashRetention time.Duration
@@ -81,13 +86,14 @@ func load(env *config.Env) (settings, error) {
 			// Downloads of PDF documents stream media bytes through here.
 			Addr: ":8082", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Minute,
 		}),
-		logLevel:    env.String("LOG_LEVEL", "info"),
-		mongoURI:    env.Required("MONGODB_URI"),
-		database:    env.String("MONGODB_DATABASE", "catalog"),
-		natsURL:     env.Required("NATS_URL"),
-		identityKey: proof.LoadKey(env),
-		taxonomyURL: env.URL("TAXONOMY_URL", ""),
-		mediaURL:    env.URL("MEDIA_URL", ""),
+		logLevel:             env.String("LOG_LEVEL", "info"),
+		mongoURI:             env.Required("MONGODB_URI"),
+		database:             env.String("MONGODB_DATABASE", "catalog"),
+		natsURL:              env.Required("NATS_URL"),
+		idempotencyRetention: idempotency.LoadRetention(env),
+		identityKey:          proof.LoadKey(env),
+		taxonomyURL:          env.URL("TAXONOMY_URL", ""),
+		mediaURL:             env.URL("MEDIA_URL", ""),
 		// CONTRACT.md §8: 30 days unless configured.
 		trashRetention: env.Duration("TRASH_RETENTION", 30*24*time.Hour),
 		relay:          outbox.LoadRelayConfig(env),
@@ -214,12 +220,21 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	// A POST with an Idempotency-Key runs once; its keys live in this
+	// service's database, shared by its replicas.
+	engine.Use(idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, nil))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
 
-	err = httpx.Serve(ctx, log, cfg.server, engine, health)
+	err = httpx.Serve(ctx, log, cfg.server, bound(engine), health)
 	// In-flight requests are done: stop taking events.
 	shutdown.Do(log, "consumers", stopConsumers)
 	return err
+}
+
+// bound answers a write that has not answered within the request budget
+// as an unknown outcome (httpx.Bound).
+func bound(h http.Handler) http.Handler {
+	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, func(*http.Request) bool { return false })
 }

@@ -311,6 +311,9 @@ func fail(c *gin.Context, err error) {
 			return problem.New(http.StatusGone, "cursor_expired", "the cursor is older than the removals kept; sync again without one")
 		case errors.As(err, &unavailable):
 			return problem.Unavailable(fmt.Sprintf("the %s is unavailable, so the references could not be checked; try again shortly", unavailable.Service)).With("Retry-After", "5")
+		case httpx.Writes(c.Request) && mongox.IsUnavailable(err):
+			// The write may have reached the database: it may apply it yet.
+			return httpx.OutcomeUnknown("the catalog database")
 		}
 		return problem.Common(err, "catalog database", mongox.IsUnavailable)
 	})

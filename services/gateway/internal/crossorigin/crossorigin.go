@@ -56,8 +56,9 @@ func Public() *Policy {
 // No origin means no cross-origin call at all.
 func Admin(origins []string) *Policy {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	// If-Match: a back-office write conditional on the version read.
-	headers := append([]string{"Authorization", "Content-Type", "If-Match"}, readHeaders...)
+	// If-Match: a back-office write conditional on the version read;
+	// Idempotency-Key: a POST that is safe to retry.
+	headers := append([]string{"Authorization", "Content-Type", "If-Match", "Idempotency-Key"}, readHeaders...)
 	return newPolicy("the admin listener", origins, false, methods, headers)
 }
 

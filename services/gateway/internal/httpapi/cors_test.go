@@ -54,7 +54,7 @@ func TestCORSAdmin(t *testing.T) {
 				t.Errorf("Access-Control-Allow-Origin = %q, want the origin", got)
 			}
 			hasAll(t, res.Header, "Access-Control-Allow-Methods", "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
-			hasAll(t, res.Header, "Access-Control-Allow-Headers", "Authorization", "Content-Type", "If-None-Match", "Range")
+			hasAll(t, res.Header, "Access-Control-Allow-Headers", "Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "Range")
 			hasAll(t, res.Header, "Vary", "Origin")
 			if res.Header.Get("Access-Control-Max-Age") != "600" {
 				t.Errorf("Access-Control-Max-Age = %q, want 600", res.Header.Get("Access-Control-Max-Age"))

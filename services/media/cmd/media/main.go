@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -18,6 +19,8 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
@@ -62,10 +65,12 @@ type settings struct {
 	catalogURL  *url.URL
 	natsURL     string
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
-	s3          miniostore.Config
-	media       media.Config
-	renditions  rendition.Config
-	relay       outbox.RelayConfig
+	// idempotencyRetention is how long an Idempotency-Key is kept.
+	idempotencyRetention time.Duration
+	s3                   miniostore.Config
+	media                media.Config
+	renditions           rendition.Config
+	relay                outbox.RelayConfig
 }
 
 func load(env *config.Env) (settings, error) {
@@ -75,12 +80,13 @@ func load(env *config.Env) (settings, error) {
 		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
 			Addr: ":8083", ReadTimeout: 30 * time.Minute, WriteTimeout: 30 * time.Minute, IdleTimeout: 120 * time.Second,
 		}),
-		logLevel:    env.String("LOG_LEVEL", "info"),
-		mongoURI:    env.Required("MONGODB_URI"),
-		database:    env.String("MONGODB_DATABASE", "media"),
-		catalogURL:  env.URL("CATALOG_URL", ""),
-		natsURL:     env.Required("NATS_URL"),
-		identityKey: proof.LoadKey(env),
+		logLevel:             env.String("LOG_LEVEL", "info"),
+		mongoURI:             env.Required("MONGODB_URI"),
+		database:             env.String("MONGODB_DATABASE", "media"),
+		catalogURL:           env.URL("CATALOG_URL", ""),
+		natsURL:              env.Required("NATS_URL"),
+		idempotencyRetention: idempotency.LoadRetention(env),
+		identityKey:          proof.LoadKey(env),
 		s3: miniostore.Config{
 			Endpoint:  env.Required("S3_ENDPOINT"),
 			AccessKey: env.Required("S3_ACCESS_KEY"),
@@ -205,10 +211,23 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	// A POST with an Idempotency-Key runs once; its keys live in this
+	// service's database, shared by its replicas.
+	engine.Use(idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, isUpload))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	renditions := rendition.NewService(cfg.renditions, blobs, svc, vipsimage.New(log), log)
 	httpapi.New(svc, store, log, relay.Nudge).WithRenditions(renditions).Register(engine)
 
-	return httpx.Serve(ctx, log, cfg.server, engine, health)
+	return httpx.Serve(ctx, log, cfg.server, bound(engine), health)
+}
+
+// isUpload reports the upload, whose body streams: it is digested as it
+// is read for its Idempotency-Key, and it is not held by bound.
+func isUpload(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/bo/medias" }
+
+// bound answers a write that has not answered within the request budget
+// as an unknown outcome (httpx.Bound); the upload bounds its own calls.
+func bound(h http.Handler) http.Handler {
+	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, isUpload)
 }

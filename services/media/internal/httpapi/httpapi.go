@@ -324,6 +324,9 @@ func fail(c *gin.Context, err error) {
 		case errors.Is(err, media.ErrStorageUnavailable):
 			return problem.Unavailable("the file storage is unavailable; try again shortly").
 				With("Retry-After", "5")
+		case httpx.Writes(c.Request) && mongox.IsUnavailable(err):
+			// The write may have reached the database: it may apply it yet.
+			return httpx.OutcomeUnknown("the media database")
 		}
 		return problem.Common(err, "media database", mongox.IsUnavailable)
 	})

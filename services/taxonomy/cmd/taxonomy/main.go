@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +16,8 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
@@ -47,6 +50,8 @@ type settings struct {
 	database    string
 	natsURL     string
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
+	// idempotencyRetention is how long an Idempotency-Key is kept.
+	idempotencyRetention time.Duration
 	// moderatorEmail is the public settings' address until an editor sets one.
 	moderatorEmail string
 	relay          outbox.RelayConfig
@@ -57,13 +62,14 @@ func load(env *config.Env) (settings, error) {
 		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
 			Addr: ":8081", ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		}),
-		logLevel:       env.String("LOG_LEVEL", "info"),
-		mongoURI:       env.Required("MONGODB_URI"),
-		database:       env.String("MONGODB_DATABASE", "taxonomy"),
-		natsURL:        env.Required("NATS_URL"),
-		identityKey:    proof.LoadKey(env),
-		moderatorEmail: env.Required("MODERATOR_EMAIL"),
-		relay:          outbox.LoadRelayConfig(env),
+		logLevel:             env.String("LOG_LEVEL", "info"),
+		mongoURI:             env.Required("MONGODB_URI"),
+		database:             env.String("MONGODB_DATABASE", "taxonomy"),
+		natsURL:              env.Required("NATS_URL"),
+		idempotencyRetention: idempotency.LoadRetention(env),
+		identityKey:          proof.LoadKey(env),
+		moderatorEmail:       env.Required("MODERATOR_EMAIL"),
+		relay:                outbox.LoadRelayConfig(env),
 	}
 	if s.moderatorEmail != "" {
 		if why := setting.CheckEmail(s.moderatorEmail); why != "" {
@@ -124,11 +130,20 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	// A POST with an Idempotency-Key runs once; its keys live in this
+	// service's database, shared by its replicas.
+	engine.Use(idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, nil))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(tag.NewService(store), store, relay.Nudge).Register(engine)
 	settings := settingstore.New(db.Database(cfg.database))
 	httpapi.NewSettings(setting.NewService(settings, cfg.moderatorEmail), settings).Register(engine)
 
-	return httpx.Serve(ctx, log, cfg.server, engine, health)
+	return httpx.Serve(ctx, log, cfg.server, bound(engine), health)
+}
+
+// bound answers a write that has not answered within the request budget
+// as an unknown outcome (httpx.Bound).
+func bound(h http.Handler) http.Handler {
+	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, func(*http.Request) bool { return false })
 }

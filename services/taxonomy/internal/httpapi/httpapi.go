@@ -234,6 +234,9 @@ func fail(c *gin.Context, err error) {
 			p := problem.Conflict("conflict", "the name is already used (names are unique regardless of case)")
 			p.Errors = []problem.FieldError{{Field: "name", Message: "is already used"}}
 			return p
+		case httpx.Writes(c.Request) && mongox.IsUnavailable(err):
+			// The write may have reached the database: it may apply it yet.
+			return httpx.OutcomeUnknown("the taxonomy database")
 		}
 		return problem.Common(err, "taxonomy database", mongox.IsUnavailable)
 	})
