@@ -247,13 +247,13 @@ func TestSchedule(t *testing.T) {
 		t.Errorf("publishAt on a published document: failing fields %s", got)
 	}
 	in := link("s")
-	in.Status, in.PublishAt = "draft", time.Now().Add(300*time.Millisecond).Format(time.RFC3339Nano)
+	in.Status, in.PublishAt = "draft", time.Now().Add(2*time.Second).Format(time.RFC3339Nano)
 	d, err := svc.Create(ctx, in)
 	testkit.Must(t, err, "Create scheduled")
 	if c, _ := svc.RunSchedule(ctx, time.Now(), 10); len(c) != 0 {
 		t.Errorf("applied before it is due: %+v", c)
 	}
-	at := time.Now().Add(time.Second)
+	at := time.Now().Add(3 * time.Second) // RunSchedule is told the time: no waiting
 	results := make(chan int, 4)
 	for range 4 {
 		go func() { c, _ := svc.RunSchedule(ctx, at, 10); results <- len(c) }()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,10 +64,15 @@ func BenchmarkRevisionList(b *testing.B) {
 
 // BenchmarkRevisionStorage stores the revisions of 1,000 documents edited
 // 100 times each and reports the collection's size as the database gives
-// it (collStats): data, storage and indexes, in MiB.
+// it (collStats): data, storage and indexes, in MiB. BENCH_REVISION_DOCS
+// sets fewer documents (a quicker run, figures scaled by the reader).
 func BenchmarkRevisionStorage(b *testing.B) {
 	s, ctx := newBenchStore(b), context.Background()
-	for doc := range 1000 {
+	docs := 1000
+	if n, err := strconv.Atoi(os.Getenv("BENCH_REVISION_DOCS")); err == nil && n > 0 {
+		docs = n
+	}
+	for doc := range docs {
 		revs := make([]document.Revision, 0, 100)
 		for v := range int64(100) {
 			revs = append(revs, revisionOf(fmt.Sprintf("doc%04d", doc), v+1))
