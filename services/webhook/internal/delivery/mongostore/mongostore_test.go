@@ -1,0 +1,76 @@
+package mongostore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/webhook/internal/delivery"
+	"github.com/doclib/services/webhook/internal/delivery/mongostore"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// The queue on the real database: a redelivered event queues nothing
+// twice, Next follows the stream order, a retry makes a finished delivery
+// pending again, and one owner at a time holds a queue's lease.
+func TestQueueAndLease(t *testing.T) {
+	ctx := context.Background()
+	st := mongostore.New(testkit.Mongo(t), time.Hour)
+	testkit.Must(t, st.EnsureIndexes(ctx), "indexes")
+	testkit.Must(t, st.EnsureIndexes(ctx), "indexes again")
+	now := time.Now().UTC()
+	d := func(event string, seq uint64) delivery.Delivery {
+		return delivery.Delivery{SubscriptionID: "wh_1", EventID: event, Type: "tag.deleted", Sequence: seq,
+			Body: []byte(`{}`), Status: delivery.Pending, NextAttemptAt: now, EventTime: now, CreatedAt: now}
+	}
+	testkit.Must(t, st.Enqueue(ctx, []delivery.Delivery{d("b", 2), d("a", 1)}), "enqueue")
+	testkit.Must(t, st.Enqueue(ctx, []delivery.Delivery{d("a", 1), d("c", 3)}), "enqueue a redelivered event")
+	if n, err := st.Backlog(ctx, "wh_1"); err != nil || n != 3 {
+		t.Fatalf("backlog %d, %v; want 3", n, err)
+	}
+	first, ok, err := st.Next(ctx, "wh_1")
+	if err != nil || !ok || first.EventID != "a" {
+		t.Fatalf("Next = %+v %v %v, want event a (lowest sequence)", first, ok, err)
+	}
+	first.Status, first.DoneAt = delivery.Succeeded, now
+	first.AttemptCount, first.Attempts = 1, []delivery.Attempt{{At: now, StatusCode: 204, Latency: 3 * time.Millisecond}}
+	testkit.Must(t, st.Save(ctx, first), "save")
+	if next, _, _ := st.Next(ctx, "wh_1"); next.EventID != "b" {
+		t.Errorf("after a: %s, want b", next.EventID)
+	}
+	testkit.Must(t, st.Retry(ctx, "wh_1", "a", now), "retry")
+	if next, _, _ := st.Next(ctx, "wh_1"); next.EventID != "a" || next.AttemptCount != 1 {
+		t.Errorf("after the retry: %+v, want a again with its attempt kept", next)
+	}
+	if err := st.Retry(ctx, "wh_1", "nope", now); err != delivery.ErrNotFound {
+		t.Errorf("retry of an unknown delivery: %v", err)
+	}
+	log, err := st.Log(ctx, "wh_1", 10)
+	if err != nil || len(log) != 3 {
+		t.Fatalf("log %d, %v", len(log), err)
+	}
+
+	until := time.Now().Add(time.Minute)
+	for _, c := range []struct {
+		owner string
+		want  bool
+	}{{"p1", true}, {"p1", true}, {"p2", false}} {
+		got, err := st.Acquire(ctx, "wh_1", c.owner, until)
+		if err != nil || got != c.want {
+			t.Errorf("Acquire by %s = %v, %v; want %v", c.owner, got, err, c.want)
+		}
+	}
+	testkit.Must(t, st.Release(ctx, "wh_1", "p1"), "release")
+	if got, err := st.Acquire(ctx, "wh_1", "p2", until); err != nil || !got {
+		t.Errorf("Acquire after the release = %v, %v", got, err)
+	}
+	if got, _ := st.Acquire(ctx, "wh_1", "p3", time.Now().Add(-time.Second)); got {
+		t.Error("p3 took a lease p2 holds")
+	}
+	testkit.Must(t, st.Drop(ctx, "wh_1"), "drop")
+	if n, _ := st.Backlog(ctx, "wh_1"); n != 0 {
+		t.Errorf("backlog %d after Drop", n)
+	}
+}
