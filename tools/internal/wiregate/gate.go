@@ -36,6 +36,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -77,6 +78,8 @@ type Gate struct {
 	Log *slog.Logger
 
 	locks     locks
+	slots     chan struct{} // writes in FerretDB at once (maxParallelWrites)
+	slotsOnce sync.Once
 	writes    atomic.Int64
 	upstreams *connSet
 }
@@ -156,6 +159,7 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 	}
 	if write && !g.Off {
 		defer g.locks.acquire(writeScope(name, req))()
+		defer g.slot()()
 		g.writes.Add(1)
 	}
 	if write && name == "update" {
@@ -198,6 +202,21 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 			return nil
 		}
 	}
+}
+
+// maxParallelWrites bounds the writes FerretDB runs at once, per CPU. On
+// a saturated machine, a hundred writes to different documents let in
+// together share the CPU and all finish late (a burst of tag deletions
+// timed out at 5 s that way); a few at a time, in order of arrival, keep
+// each one short. Taken after the write's locks, so a slot never waits
+// for a lock.
+const maxParallelWrites = 2
+
+// slot waits for a free slot and returns its release.
+func (g *Gate) slot() func() {
+	g.slotsOnce.Do(func() { g.slots = make(chan struct{}, maxParallelWrites*runtime.GOMAXPROCS(0)) })
+	g.slots <- struct{}{}
+	return func() { <-g.slots }
 }
 
 // classify returns req's command, whether it must run alone, and whether

@@ -67,11 +67,13 @@ func TestWriteScope(t *testing.T) {
 			{Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: "a"}}}, {Key: "limit", Value: 1}}}}}, false), scope{coll: "d.c", id: "\x02" + string(bsonString("a"))}},
 		{"findAndModify by _id", "findAndModify", opMsgOf(t, 0, bson.D{{Key: "findAndModify", Value: "meta"}, {Key: "$db", Value: "d"},
 			{Key: "query", Value: bson.D{{Key: "_id", Value: "seq"}}}}, false), scope{coll: "d.meta", id: "\x02" + string(bsonString("seq"))}},
-		{"insert of one", "insert", seqMsgOf(t, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "d"}}, "documents",
-			bson.D{{Key: "_id", Value: "a"}}), scope{coll: "d.c", id: "\x02" + string(bsonString("a"))}},
-		{"insert of two", "insert", seqMsgOf(t, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "d"}}, "documents",
-			bson.D{{Key: "_id", Value: "a"}}, bson.D{{Key: "_id", Value: "b"}}), scope{coll: "d.c"}},
-		{"createIndexes", "createIndexes", opMsgOf(t, 0, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "$db", Value: "d"}}, false), scope{coll: "d.c"}},
+		{"insert", "insert", seqMsgOf(t, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "d"}}, "documents",
+			bson.D{{Key: "_id", Value: "a"}}), scope{}},
+		{"an upsert", "update", opMsgOf(t, 0, bson.D{{Key: "update", Value: "c"}, {Key: "$db", Value: "d"},
+			{Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: "a"}}}, {Key: "upsert", Value: true}}}}}, false), scope{}},
+		{"findAndModify upsert", "findAndModify", opMsgOf(t, 0, bson.D{{Key: "findAndModify", Value: "meta"}, {Key: "$db", Value: "d"},
+			{Key: "query", Value: bson.D{{Key: "_id", Value: "seq"}}}, {Key: "upsert", Value: true}}, false), scope{}},
+		{"createIndexes", "createIndexes", opMsgOf(t, 0, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "$db", Value: "d"}}, false), scope{}},
 		{"dropDatabase", "dropDatabase", opMsgOf(t, 0, bson.D{{Key: "dropDatabase", Value: 1}, {Key: "$db", Value: "d"}}, false), scope{}},
 		{"no $db", "update", opMsgOf(t, 0, bson.D{{Key: "update", Value: "c"}}, false), scope{}},
 	} {
@@ -104,6 +106,7 @@ func TestWritesToDifferentDocumentsRunTogether(t *testing.T) {
 		{"a document and its collection", updateByID(t, "c", "a"), collWide, 1},
 		{"another collection's collection-wide write", updateByID(t, "other", "a"), collWide, 2},
 		{"dropDatabase", updateByID(t, "c", "a"), opMsgOf(t, 0, bson.D{{Key: "dropDatabase", Value: 1}, {Key: "$db", Value: "d"}}, false), 1},
+		{"an insert", updateByID(t, "c", "a"), seqMsgOf(t, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "d"}}, "documents", bson.D{{Key: "_id", Value: "b"}}), 1},
 	} {
 		var busy, most atomic.Int32
 		g := &Gate{}
