@@ -1,14 +1,15 @@
 package httpapi
 
 import (
-	"context"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/rendering"
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/rendition"
 )
@@ -58,13 +59,18 @@ func disposition(m media.Media) string {
 // they are not rasterised): the original is served, the parameters
 // ignored.
 func (h *Handler) serveRendition(c *gin.Context, cacheControl string) bool {
-	ctx, cancel := context.WithTimeout(c, media.DBBudget)
-	m, err := h.svc.Get(ctx, c.Param("id"))
-	cancel()
-	if err != nil {
-		fail(c, err)
+	// The record from the rendered ones (as GET /public/medias/:id: up to
+	// publicLag old on /public, checked on /bo), not a database read per
+	// request: a stored rendition then costs one object read.
+	maxLag := time.Duration(0)
+	if cacheControl == publicCache {
+		maxLag = rendering.MaxLag(c.Request, publicLag)
+	}
+	rec, ok := h.record(c, maxLag)
+	if !ok {
 		return true
 	}
+	m := rec.m
 	if !h.renditions.Renders(m.MimeType) {
 		return false
 	}

@@ -69,7 +69,10 @@ type records struct {
 	byID map[string]record
 }
 
-type record struct{ public, admin *rendering.Rendering }
+type record struct {
+	public, admin *rendering.Rendering
+	m             media.Media // for renditions: no database read per request
+}
 
 // New returns a Handler. onDeleted may be nil.
 func New(svc *media.Service, rev Revisioner, log *slog.Logger, onDeleted func()) *Handler {
@@ -128,7 +131,7 @@ func (h *Handler) render(ctx context.Context) (records, error) {
 	list := make([]fileMediaAdmin, len(ms))
 	for i, m := range ms {
 		list[i] = h.toFileMediaAdmin(m)
-		var rec record
+		rec := record{m: m}
 		if rec.public, err = rendering.JSON(h.toFileMedia(m)); err != nil {
 			return records{}, err
 		}
