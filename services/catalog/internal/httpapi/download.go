@@ -74,19 +74,14 @@ func documentDates(c *gin.Context, updated time.Time) bool {
 		}
 	}
 	r.Header.Del("If-Unmodified-Since") // holds for the document; the media is older
-	if v := r.Header.Get("If-Modified-Since"); v != "" {
-		// Changed since: the whole file. Unchanged: the media, older than
-		// the document, answers 304 too.
-		if t, err := http.ParseTime(v); err != nil || modified.After(t) || r.Header.Get("If-None-Match") != "" {
-			r.Header.Del("If-Modified-Since")
-		}
+	if r.Header.Get("If-None-Match") != "" {
+		r.Header.Del("If-Modified-Since") // the media's ETag decides
 	}
+	// Changed since (or maybe, within one second): the whole file.
+	// Unchanged: the media, older than the document, answers 304 too.
+	httpx.DropUnprovableDates(r, updated)
 	if v := r.Header.Get("If-Range"); v != "" && !strings.HasPrefix(v, `"`) && !strings.HasPrefix(v, "W/") {
-		// A date: the range stands only if the document is unchanged since.
-		if t, err := http.ParseTime(v); err != nil || !t.Equal(modified) {
-			r.Header.Del("Range")
-		}
-		r.Header.Del("If-Range")
+		r.Header.Del("If-Range") // a date that held: the media is older
 	}
 	c.Request = r.WithContext(context.WithValue(r.Context(), lastModifiedKey{}, modified))
 	return true
@@ -110,6 +105,7 @@ func serveContent(c *gin.Context, d document.Document) {
 	h.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	h.Set("Content-Disposition", httpx.ContentDisposition("attachment", fileName(d.Title)+ext))
 	h.Set("Cache-Control", documentCache)
+	httpx.DropUnprovableDates(c.Request, d.UpdatedAt) // a PATCH may change the content within one second
 	_ = httpx.ServeContent(c.Writer, c.Request, d.UpdatedAt, int64(len(d.Content)), strings.NewReader(d.Content))
 }
 
