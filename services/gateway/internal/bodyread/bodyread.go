@@ -97,6 +97,10 @@ func (cfg Config) deadline(kind route.Kind, start time.Time) func(read int64) ti
 // answer (what follows on it is the body, not another request).
 func refuse(c *gin.Context) {
 	c.Header("Connection", "close")
+	// Go's server drains an unread body under 256 KiB before it closes the
+	// connection: a read deadline already passed makes that drain end at
+	// once (only reads are bounded; the answer is still written).
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
 	c.Request = shallow(c.Request, http.NoBody)
 	c.Request.ContentLength = 0
 	c.Request.Header.Del("Content-Length")

@@ -27,6 +27,8 @@ type Type struct {
 var table = []Type{
 	{"document.deleted", events.DocumentDeleted, "A document was moved to the trash."},
 	{"document.purged", events.DocumentPurged, "A document deleted longer ago than the trash retention is gone for good."},
+	{"document.published", events.DocumentPublished, "A draft, or a document's pending changes, became what the app sees."},
+	{"document.unpublished", events.DocumentUnpublished, "A published document went back to draft: the app no longer sees it."},
 	{"tag.deleted", events.TagDeleted, "A tag was deleted."},
 	{"category.deleted", events.CategoryDeleted, "A tag category was deleted, with its tags."},
 	{"media.deleted", events.MediaDeleted, "A media file was deleted."},
