@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/doclib/libs/events"
@@ -102,7 +103,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Document, er
 		if t := Type(in.Type); t.Valid() && t != d.Type {
 			return ErrTypeImmutable
 		}
-		checked, sc, err := s.check(ctx, in, d.ID, d.RelatedIDs, drafting(in, d))
+		checked, sc, err := s.check(ctx, in, d.ID, storedPins(d), drafting(in, d))
 		if err != nil {
 			return err
 		}
@@ -263,12 +264,16 @@ func (s *Service) PurgeTrash(ctx context.Context, before time.Time, limit int) (
 	if err != nil {
 		return len(purged), err
 	}
-	_, err = s.store.UpdateEach(ctx, pinning, func(d *Document) error {
-		if !dropPins(d, gone) {
+	_, err = s.store.UpdateEach(ctx, pinning, s.write(ctx, whyEvent+events.DocumentPurged, func(d *Document) error {
+		dropped := dropPins(d, gone)
+		if d.Draft != nil && dropPins(d.Draft, gone) {
+			dropped = true
+		}
+		if !dropped {
 			return ErrUnchanged
 		}
 		return nil
-	})
+	}))
 	return len(purged), err
 }
 
@@ -283,4 +288,14 @@ func (s *Service) MediaUsers(ctx context.Context, mediaID string) ([]string, err
 func IsUnavailable(err error) bool {
 	var u *UnavailableError
 	return errors.As(err, &u)
+}
+
+// storedPins are the pins a document already has, live and pending: a
+// body sent back with them is not adding them (related.go), whichever
+// version it edits.
+func storedPins(d *Document) []string {
+	if d.Draft == nil {
+		return d.RelatedIDs
+	}
+	return append(slices.Clone(d.RelatedIDs), d.Draft.RelatedIDs...)
 }

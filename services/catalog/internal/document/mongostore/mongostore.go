@@ -348,7 +348,7 @@ func (s *Store) Pinning(ctx context.Context, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.ids(ctx, bson.M{"relatedIds": bson.M{"$in": ids}})
+	return s.ids(ctx, bson.M{"$or": bson.A{bson.M{"relatedIds": bson.M{"$in": ids}}, bson.M{"draft.relatedIds": bson.M{"$in": ids}}}})
 }
 
 // MediaUsers implements document.Store: live documents using the media,
