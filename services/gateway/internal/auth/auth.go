@@ -2,7 +2,8 @@
 // bearer tokens, either one of the configured static API tokens (each with
 // a name and a role) or, when an OIDC issuer is configured, a JWT signed by
 // that issuer (name from sub, role from a configured claim); a viewer may
-// only read; a client that keeps failing to authenticate is slowed down.
+// only read; a client that keeps failing to authenticate gets 429 for its
+// failures (a valid token is always served).
 package auth
 
 import (
@@ -65,8 +66,9 @@ type Authenticator struct {
 // New returns an Authenticator asking verifiers in order. failures, when
 // not nil, counts failed authentications per client: once a client's
 // bucket is empty, its failed /bo authentications are 429 until it
-// refills, so a guesser is slowed down and learns nothing from the
-// answers but "wrong" or "slow down". The token is always checked first
+// refills. That throttles the noise, not the guessing: the token is
+// always checked first, so a right guess is served even past the budget;
+// against guessing, tokens are long and random (BO_API_TOKENS). It is checked first
 // (in constant time for static tokens): a valid token takes nothing from
 // the bucket and is served whatever the bucket holds, so a flood of wrong
 // tokens from an address (a NAT, an office, an attacker sharing it) never
