@@ -64,9 +64,8 @@ func (h *Handler) download(admin bool) gin.HandlerFunc {
 // service untouched. It returns false when it has answered (412).
 func documentDates(c *gin.Context, updated time.Time) bool {
 	r := c.Request
-	modified := updated.Truncate(time.Second) // HTTP dates have seconds
 	if v := r.Header.Get("If-Unmodified-Since"); v != "" && r.Header.Get("If-Match") == "" {
-		if t, err := http.ParseTime(v); err == nil && modified.After(t) {
+		if t, err := http.ParseTime(v); err == nil && updated.After(t) {
 			problem.Write(c.Writer, problem.New(http.StatusPreconditionFailed, "precondition_failed",
 				"the file does not match the request's If-Match or If-Unmodified-Since"))
 			c.Abort()
@@ -77,9 +76,11 @@ func documentDates(c *gin.Context, updated time.Time) bool {
 	if r.Header.Get("If-None-Match") != "" {
 		r.Header.Del("If-Modified-Since") // the media's ETag decides
 	}
-	// Changed since (or maybe, within one second): the whole file.
+	// HTTP dates have seconds: httpx.LastModified says which date is
+	// provably this version's. Changed since (or maybe): the whole file.
 	// Unchanged: the media, older than the document, answers 304 too.
-	httpx.DropUnprovableDates(r, updated)
+	modified := httpx.LastModified(updated, time.Now())
+	httpx.DropUnprovableDates(r, updated, modified)
 	if v := r.Header.Get("If-Range"); v != "" && !strings.HasPrefix(v, `"`) && !strings.HasPrefix(v, "W/") {
 		r.Header.Del("If-Range") // a date that held: the media is older
 	}
@@ -105,8 +106,9 @@ func serveContent(c *gin.Context, d document.Document) {
 	h.Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	h.Set("Content-Disposition", httpx.ContentDisposition("attachment", fileName(d.Title)+ext))
 	h.Set("Cache-Control", documentCache)
-	httpx.DropUnprovableDates(c.Request, d.UpdatedAt) // a PATCH may change the content within one second
-	_ = httpx.ServeContent(c.Writer, c.Request, d.UpdatedAt, int64(len(d.Content)), strings.NewReader(d.Content))
+	// A PATCH may change the content within one second: LastModified.
+	lm := httpx.LastModified(d.UpdatedAt, time.Now())
+	_ = httpx.ServeContent(c.Writer, c.Request, lm, int64(len(d.Content)), strings.NewReader(d.Content))
 }
 
 // documentCache: a document's file can change (PATCH) or go (DELETE), so
@@ -172,7 +174,11 @@ func mediaProxy(target *url.URL) http.Handler {
 				resp.Header.Set("Cache-Control", documentCache)
 			}
 			if t, ok := resp.Request.Context().Value(lastModifiedKey{}).(time.Time); ok && resp.Header.Get("Last-Modified") != "" {
-				resp.Header.Set("Last-Modified", t.UTC().Format(http.TimeFormat))
+				if t.IsZero() { // changed within this second: no date yet
+					resp.Header.Del("Last-Modified")
+				} else {
+					resp.Header.Set("Last-Modified", t.UTC().Format(http.TimeFormat))
+				}
 			}
 			return nil
 		},
