@@ -57,8 +57,8 @@ func TestRenders(t *testing.T) {
 	}{
 		{file: "default-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
 			wantCount(t, "HPAs", len(m.hpas), 0)
-			wantCount(t, "NetworkPolicies (on by default)", len(m.netpols), 4)
-			wantCount(t, "PDBs", len(m.pdbs), 4)
+			wantCount(t, "NetworkPolicies (on by default)", len(m.netpols), 5)
+			wantCount(t, "PDBs", len(m.pdbs), 5)
 			gw := env(t, deployment(t, m, "gateway"))
 			if _, ok := gw["BO_API_TOKENS"]; !ok {
 				t.Error("gateway has no BO_API_TOKENS with bo.tokens set")
@@ -75,8 +75,8 @@ func TestRenders(t *testing.T) {
 			}
 		}},
 		{file: "hpa-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
-			wantCount(t, "HPAs", len(m.hpas), 4)
-			wantCount(t, "PDBs", len(m.pdbs), 4)
+			wantCount(t, "HPAs", len(m.hpas), 5)
+			wantCount(t, "PDBs", len(m.pdbs), 5)
 			for _, d := range m.deployments {
 				if d.Spec.Replicas != nil {
 					t.Errorf("%s sets replicas %d while its HPA owns the count", d.Name, *d.Spec.Replicas)
@@ -89,8 +89,8 @@ func TestRenders(t *testing.T) {
 			}
 		}},
 		{file: "networkpolicy-values.yaml", existing: []string{"doclib-mongodb", "doclib-minio", "doclib-bo", "doclib-identity-existing"}, check: func(t *testing.T, m *manifests) {
-			wantCount(t, "NetworkPolicies", len(m.netpols), 4)
-			wantCount(t, "PDBs (taxonomy has one replica)", len(m.pdbs), 3)
+			wantCount(t, "NetworkPolicies", len(m.netpols), 5)
+			wantCount(t, "PDBs (taxonomy has one replica)", len(m.pdbs), 4)
 			wantCount(t, "Secrets made by the chart", len(m.secrets), 0)
 			for _, d := range m.deployments {
 				if e := env(t, d); e["OTEL_EXPORTER_OTLP_ENDPOINT"] == "" {
