@@ -50,7 +50,7 @@ dev: tools build
 # DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
 # when Chromium is missing.
 test: test-packages tools lint helm-lint fresh-clone-check
-	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(MODULES)
+	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 45m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
 	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
