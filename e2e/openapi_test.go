@@ -134,6 +134,25 @@ func TestOpenAPIConformance(t *testing.T) {
 	call("GET", "/public/documents/"+file.ID+"/download", nil, 206, "Range", "bytes=0-7")
 	getAll("/public/documents/"+link.ID+"/download", 404)
 
+	// The editorial workflow (issue 24).
+	var draft struct{ ID string }
+	call("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "Brouillon", "url": "https://example.org/b", "status": "draft"}, 201).JSON(t, &draft)
+	getAll("/public/documents/"+draft.ID+"/detail", 404)
+	call("POST", "/bo/documents/"+draft.ID+"/publish", nil, 200)
+	call("POST", "/bo/documents/"+draft.ID+"/publish", nil, 409) // nothing to publish
+	call("POST", "/bo/documents/nope/publish", nil, 404)
+	call("PATCH", "/bo/documents/"+draft.ID, map[string]any{"type": "LINK", "title": "Brouillon v2", "url": "https://example.org/b", "draft": true}, 200)
+	call("DELETE", "/bo/documents/"+draft.ID+"/draft", nil, 200)
+	call("DELETE", "/bo/documents/"+draft.ID+"/draft", nil, 409) // no pending changes
+	call("POST", "/bo/documents/"+draft.ID+"/unpublish", nil, 200)
+	call("POST", "/bo/documents/"+draft.ID+"/unpublish", nil, 409) // a draft already
+	getAll("/bo/documents/"+draft.ID+"/revisions", 200)
+	getAll("/bo/documents/nope/revisions", 404)
+	getAll("/bo/documents/"+draft.ID+"/revisions/1", 200)
+	getAll("/bo/documents/"+draft.ID+"/revisions/999", 404)
+	call("POST", "/bo/documents/"+draft.ID+"/revisions/1/restore", nil, 200)
+	call("POST", "/bo/documents/"+draft.ID+"/revisions/999/restore", nil, 404)
+
 	// Deletions and restore.
 	call("DELETE", "/bo/medias/"+pdf, nil, 409) // used by a live document
 	call("DELETE", "/bo/medias/"+spare, nil, 204)

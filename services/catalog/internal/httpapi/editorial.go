@@ -177,8 +177,7 @@ func (h *Handler) revisions(c *gin.Context) {
 	if len(revs) == int(limit) && revs[len(revs)-1].Version > 1 {
 		out.NextBefore = revs[len(revs)-1].Version
 	}
-	c.Header("Cache-Control", rendering.Private)
-	c.JSON(http.StatusOK, out)
+	serveJSON(c, out)
 }
 
 func (h *Handler) revision(c *gin.Context) {
@@ -191,8 +190,7 @@ func (h *Handler) revision(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.Header("Cache-Control", rendering.Private)
-	c.JSON(http.StatusOK, revisionDetail{revisionShort: toRevisionShort(r), Document: toAdmin(r.Doc, nil)})
+	serveJSON(c, revisionDetail{revisionShort: toRevisionShort(r), Document: toAdmin(r.Doc, nil)})
 }
 
 func (h *Handler) restoreRevision(c *gin.Context) {
@@ -247,4 +245,15 @@ func editorialProblem(err error, id string) *problem.Problem {
 		return problem.Conflict("no_pending_changes", fmt.Sprintf("document '%s' has no pending changes to discard", id))
 	}
 	return nil
+}
+
+// serveJSON answers a back-office read as the other reads are: private,
+// conditional (ETag), compressed when asked (Vary: Accept-Encoding).
+func serveJSON(c *gin.Context, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	rendering.New(rendering.JSONType, body).Serve(c.Writer, c.Request, rendering.Private)
 }

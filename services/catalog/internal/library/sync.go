@@ -273,8 +273,8 @@ func (l *Library) addCategories(ctx context.Context, p *Page, from *Cursor) erro
 		newest = max(newest, d.Seq)
 	}
 	lag := time.Second
-	if !l.describes(newest) {
-		lag = 0
+	if len(p.Documents) > 0 && !l.describes(newest) {
+		lag = 0 // a page without documents names no tag: nothing to resolve
 	}
 	cats, err := l.Categories(ctx, lag)
 	switch {
