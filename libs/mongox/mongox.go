@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -60,7 +61,11 @@ func Ping(c *mongo.Client) func(context.Context) error {
 // command: such errors are answered 503, and events wait for the database.
 func IsUnavailable(err error) bool {
 	var sel topology.ServerSelectionError
+	// A pool cleared after another operation's network error fails the
+	// operations waiting on it at once, without the network label.
+	var cleared driver.RetryablePoolError
 	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.As(err, &sel) ||
+		(errors.As(err, &cleared) && cleared.Retryable()) ||
 		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, mongo.ErrClientDisconnected) {
 		return true
