@@ -228,10 +228,11 @@ type listingSeeder struct {
 	plainID  string // a MARKDOWN document without tags: its detail has no related documents
 	byType   map[string]int
 	retries  atomic.Int64
+	started  time.Time // makes the Idempotency-Keys of this run its own
 }
 
 func newListingSeeder(b *testing.B, st *Stack, workers int) *listingSeeder {
-	s := &listingSeeder{st: st, workers: workers, byType: map[string]int{},
+	s := &listingSeeder{st: st, workers: workers, byType: map[string]int{}, started: time.Now(),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}}
 	for c := 0; c < 4; c++ {
 		cat := fmt.Sprintf("bench-cat-%d", c)
@@ -324,7 +325,7 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 		// first writes race on it (E11000 on the meta collection, answered
 		// 500 after the document was stored): one document alone first.
 		typ, body := s.document(0)
-		id, err := s.create(body)
+		id, err := s.create(0, body)
 		if err != nil {
 			b.Fatalf("seeding: %v", err)
 		}
@@ -349,7 +350,7 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 					return
 				}
 				typ, body := s.document(i)
-				id, err := s.create(body)
+				id, err := s.create(i, body)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -407,12 +408,19 @@ func (s *listingSeeder) seedTo(b *testing.B, n int) listingSeed {
 	return listingSeed{added: n - from, took: took, workers: s.workers, byType: byType, listSize: size, stored: len(all), retries: s.retries.Load()}
 }
 
-func (s *listingSeeder) create(body map[string]any) (string, error) {
+// create stores the i-th document. A retry after a 5xx sends the same
+// Idempotency-Key, so a create the catalog applied late is not stored
+// twice; on a loaded machine the development database answers 503 now and
+// then, so it tries for up to a minute.
+func (s *listingSeeder) create(i int, body map[string]any) (string, error) {
 	raw, _ := json.Marshal(body)
+	key := fmt.Sprintf("bench-seed-%d-%d", s.started.UnixNano(), i)
+	deadline := time.Now().Add(time.Minute)
 	for attempt := 0; ; attempt++ {
 		req, _ := http.NewRequest("POST", s.st.AdminURL+"/bo/documents", bytes.NewReader(raw))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+Token)
+		req.Header.Set("Idempotency-Key", key)
 		resp, err := s.client.Do(req)
 		if err != nil {
 			return "", err
@@ -426,10 +434,9 @@ func (s *listingSeeder) create(body map[string]any) (string, error) {
 			}
 			return d.ID, nil
 		}
-		// A busy SQLite-backed FerretDB may answer 503 now and then.
-		if resp.StatusCode >= 500 && attempt < 5 {
+		if (resp.StatusCode >= 500 || resp.StatusCode == 409) && time.Now().Before(deadline) {
 			s.retries.Add(1)
-			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+			time.Sleep(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second))
 			continue
 		}
 		return "", fmt.Errorf("POST /bo/documents: %d %s", resp.StatusCode, out)
