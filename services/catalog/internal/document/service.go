@@ -177,7 +177,10 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 		live, err = s.liveAgain(ctx, ids)
 		return err
 	}
-	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.write(ctx, whyEvent+events.TagDeleted, func(d *Document) error {
+	// One change time and one insert of revisions for every document: the
+	// store writes the documents that only lose the tags with one update.
+	batch := &revisionBatch{at: s.now()}
+	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.record(ctx, whyEvent+events.TagDeleted, batch, func(d *Document) error {
 		dropped := dropDeletedTags(d, ids, live)
 		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {
 			dropped = true
@@ -186,7 +189,7 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 			return ErrUnchanged
 		}
 		return nil
-	}))
+	}), s.flush(batch))
 }
 
 // liveAgain returns which of the deleted tags ids exist again, created

@@ -107,19 +107,39 @@ type revisionDoc struct {
 
 func revisionID(id string, version int64) string { return fmt.Sprintf("%s/%d", id, version) }
 
-// PutRevisions implements document.Revisions: each revision is inserted
-// under its key; one already there is left as it is (the same write's
-// revision, stored by another path).
+// PutRevisions implements document.Revisions: the revisions are inserted
+// with one unordered InsertMany, each under its key; one already there is
+// left as it is (the same write's revision, stored by another path).
 func (s *Store) PutRevisions(ctx context.Context, revs []document.Revision) error {
-	for _, r := range revs {
+	if len(revs) == 0 {
+		return nil
+	}
+	docs := make([]any, len(revs))
+	for i, r := range revs {
 		d := toDoc(r.Doc)
-		rd := revisionDoc{ID: revisionID(r.DocumentID, r.Version), DocumentID: r.DocumentID, Version: r.Version,
+		docs[i] = revisionDoc{ID: revisionID(r.DocumentID, r.Version), DocumentID: r.DocumentID, Version: r.Version,
 			Change: changeDoc{By: r.Change.By, At: r.Change.At, Why: r.Change.Why}, Doc: &d}
-		if _, err := s.revs.InsertOne(ctx, rd); err != nil && !mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("revision %s: %w", rd.ID, err)
-		}
+	}
+	_, err := s.revs.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	if err != nil && !onlyDuplicates(err) {
+		return fmt.Errorf("revisions of %s and %d more: %w", revs[0].DocumentID, len(revs)-1, err)
 	}
 	return nil
+}
+
+// onlyDuplicates reports whether every error of a bulk insert is a
+// duplicate key (those revisions were stored already).
+func onlyDuplicates(err error) bool {
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+		return false
+	}
+	for _, we := range bwe.WriteErrors {
+		if !mongo.IsDuplicateKeyError(we) {
+			return false
+		}
+	}
+	return true
 }
 
 // SettleRevision implements document.Revisions. Outside the hold: a write
@@ -206,9 +226,21 @@ func (s *Store) GetRevision(ctx context.Context, id string, version int64) (docu
 	return r.domain(), nil
 }
 
-// TrimRevisions implements document.Revisions.
-func (s *Store) TrimRevisions(ctx context.Context, id string, upTo int64) error {
-	_, err := s.revs.DeleteMany(ctx, bson.M{"documentId": id, "version": bson.M{"$lte": upTo}})
+// TrimRevisions implements document.Revisions, with one deletion for all
+// the documents.
+func (s *Store) TrimRevisions(ctx context.Context, upTo map[string]int64) error {
+	if len(upTo) == 0 {
+		return nil
+	}
+	or := make(bson.A, 0, len(upTo))
+	for id, v := range upTo {
+		or = append(or, bson.M{"documentId": id, "version": bson.M{"$lte": v}})
+	}
+	filter := or[0]
+	if len(or) > 1 {
+		filter = bson.M{"$or": or}
+	}
+	_, err := s.revs.DeleteMany(ctx, filter)
 	return err
 }
 
