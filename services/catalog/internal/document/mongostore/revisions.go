@@ -244,13 +244,79 @@ func (s *Store) TrimRevisions(ctx context.Context, upTo map[string]int64) error 
 	return err
 }
 
-// ExpireRevisions implements document.Revisions.
+// expireBatch is how many expired revisions ExpireRevisions looks at per
+// step.
+const expireBatch = 1000
+
+// ExpireRevisions implements document.Revisions. A document's newest
+// revision (its current version's) is kept however old: the history of a
+// document not changed for longer than the retention keeps its last entry.
+// Each step reads a batch of expired revisions, the versions of their
+// documents, and removes those below the version (or of a document gone).
 func (s *Store) ExpireRevisions(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.revs.DeleteMany(ctx, bson.M{"change.at": bson.M{"$lt": before}})
-	if err != nil {
-		return 0, err
+	var removed int64
+	var kept []string // the newest revisions, already looked at
+	for {
+		filter := bson.M{"change.at": bson.M{"$lt": before}}
+		if len(kept) > 0 {
+			filter["_id"] = bson.M{"$nin": kept}
+		}
+		cur, err := s.revs.Find(ctx, filter, options.Find().
+			SetProjection(bson.M{"_id": 1, "documentId": 1, "version": 1}).SetLimit(expireBatch))
+		if err != nil {
+			return removed, err
+		}
+		var revs []revisionDoc
+		if err := cur.All(ctx, &revs); err != nil || len(revs) == 0 {
+			return removed, err
+		}
+		expired, newest, err := s.expired(ctx, revs)
+		if err != nil {
+			return removed, err
+		}
+		kept = append(kept, newest...)
+		if len(expired) > 0 {
+			res, err := s.revs.DeleteMany(ctx, bson.M{"_id": bson.M{"$in": expired}})
+			if err != nil {
+				return removed, err
+			}
+			removed += res.DeletedCount
+		}
+		if len(revs) < expireBatch {
+			return removed, nil
+		}
 	}
-	return res.DeletedCount, nil
+}
+
+// expired splits revs into those that may go (below their document's
+// version, or of a document gone) and the newest ones, kept.
+func (s *Store) expired(ctx context.Context, revs []revisionDoc) (expired, newest []string, err error) {
+	var ids []string
+	for _, r := range revs {
+		if !slices.Contains(ids, r.DocumentID) {
+			ids = append(ids, r.DocumentID)
+		}
+	}
+	cur, err := s.docs.Find(ctx, bson.M{"_id": bson.M{"$in": ids}}, options.Find().SetProjection(bson.M{"_id": 1, "version": 1}))
+	if err != nil {
+		return nil, nil, err
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, err
+	}
+	version := make(map[string]int64, len(docs))
+	for _, d := range docs {
+		version[d.ID] = d.Editorial.Version
+	}
+	for _, r := range revs {
+		if v, ok := version[r.DocumentID]; ok && r.Version >= v {
+			newest = append(newest, r.ID)
+			continue
+		}
+		expired = append(expired, r.ID)
+	}
+	return expired, newest, nil
 }
 
 // Scheduled implements document.Store.
