@@ -530,73 +530,17 @@ func (s *Store) saw(n int64) {
 }
 
 // next takes the next number of the counter.
-//
-// An increment that finds no counter (mongo.ErrNoDocuments) is not taken
-// as final: the counter is read again and, if it is there, incremented
-// again (a number skipped names no document, which is allowed); if it is
-// not, it is created (restore) and incremented. Issue 21 item 6: about one
-// run in 15 of TestSyncSkipsNothing on the development database failed its
-// writes with "sequence counter: mongo: no documents in result", though
-// EnsureIndexes inserts the counter before any write; the cause was not
-// reproduced (see restore).
 func (s *Store) next(ctx context.Context) (int64, error) {
 	var m struct {
 		N int64 `bson:"n"`
 	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		err = s.meta.FindOneAndUpdate(ctx, bson.M{"_id": counterID}, bson.M{"$inc": bson.M{"n": int64(1)}},
-			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&m)
-		if !errors.Is(err, mongo.ErrNoDocuments) {
-			break
-		}
-		s.log.WarnContext(ctx, "the sequence counter's increment found no counter; trying again", "attempt", attempt+1)
-		if err = s.restore(ctx); err != nil {
-			break
-		}
-	}
+	err := s.meta.FindOneAndUpdate(ctx, bson.M{"_id": counterID}, bson.M{"$inc": bson.M{"n": int64(1)}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&m)
 	if err != nil {
 		return 0, fmt.Errorf("sequence counter: %w", err)
 	}
 	s.saw(m.N)
 	return m.N, nil
-}
-
-// restore creates the counter if it is missing, above every number handed
-// out that the database or this process knows of: the highest seq and
-// DeletedSeq of the documents, the horizon, and what this process has
-// seen. EnsureIndexes inserts it and takes a duplicate key for "there
-// already"; on the development database that answer may not mean it: the
-// write gate turns any InternalError carrying a PostgreSQL unique
-// violation into E11000, and FerretDB creates a collection (CREATE TABLE,
-// its metadata row, the _id index) inside an insert. One hypothesis for
-// the failure, not reproduced in 40 runs at loads 2-19.
-func (s *Store) restore(ctx context.Context) error {
-	if err := s.meta.FindOne(ctx, bson.M{"_id": counterID}).Err(); !errors.Is(err, mongo.ErrNoDocuments) {
-		return err // there (nil): increment again
-	}
-	h, err := s.Horizon(ctx)
-	if err != nil {
-		return err
-	}
-	top := max(s.seen.Load(), h)
-	for _, field := range []string{"seq", "deletedSeq"} {
-		var d struct {
-			Seq        int64 `bson:"seq"`
-			DeletedSeq int64 `bson:"deletedSeq"`
-		}
-		err := s.docs.FindOne(ctx, bson.M{field: bson.M{"$gt": 0}}, options.FindOne().
-			SetSort(bson.D{{Key: field, Value: -1}}).SetProjection(bson.M{field: 1})).Decode(&d)
-		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-			return err
-		}
-		top = max(top, d.Seq, d.DeletedSeq)
-	}
-	s.log.WarnContext(ctx, "the sequence counter was missing; created above every number handed out", "n", top)
-	if _, err := s.meta.InsertOne(ctx, bson.M{"_id": counterID, "n": top}); err != nil && !mongo.IsDuplicateKeyError(err) {
-		return err
-	}
-	return nil
 }
 
 // hold returns the pending field of a new hold.

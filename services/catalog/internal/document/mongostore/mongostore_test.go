@@ -216,33 +216,3 @@ func TestExpiringRevisionsKeepsTheNewest(t *testing.T) {
 		}
 	}
 }
-
-// Issue 21 item 6: a write whose counter increment finds no counter
-// ("sequence counter: mongo: no documents in result", seen on the
-// development database) takes a number above every one handed out
-// instead of failing: here the counter is removed, as if its insert at
-// start-up had been lost.
-func TestAWriteFindingNoCounterTakesANumberAboveEveryOther(t *testing.T) {
-	t.Parallel()
-	s, ctx := newStore(t), context.Background()
-	var last document.Document
-	for _, id := range []string{"a", "b", "c"} {
-		d, err := s.Create(ctx, id, document.Refs{}, link)
-		testkit.Must(t, err, "Create")
-		last = d
-	}
-	_, err := s.Documents().Database().Collection("meta").DeleteOne(ctx, bson.M{"_id": "seq"})
-	testkit.Must(t, err, "remove the counter")
-	// Another process: it has seen no number.
-	other := mongostore.New(s.Documents().Database(), slog.New(slog.DiscardHandler))
-	d, err := other.Create(ctx, "d", document.Refs{}, link)
-	if err != nil {
-		t.Fatalf("Create with the counter gone: %v", err)
-	}
-	if d.Seq <= last.Seq {
-		t.Errorf("the write after the counter was lost has seq %d, want above %d (the last handed out)", d.Seq, last.Seq)
-	}
-	if n, err := other.Counter(ctx); err != nil || n != d.Seq {
-		t.Errorf("Counter = %d, %v; want %d", n, err, d.Seq)
-	}
-}
