@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,8 @@ const (
 	whHealthy   = 9
 	whRate      = 100 // events published per second
 	whP99Target = 250 * time.Millisecond
+	// whWait bounds the wait for the last deliveries after the last event.
+	whWait = 5 * time.Minute
 )
 
 // BenchmarkWebhookDelivery: 10 subscriptions to every event, one of them a
@@ -35,7 +38,8 @@ const (
 // to the anchor measured in the same run, publication to receipt by a
 // plain NATS subscriber (the transport's own floor); and the webhook
 // process's resident memory while the tenth receiver is down for the
-// whole run. Writes bench/results/webhook.md.
+// whole run. Writes bench/results/webhooks.md, also when not every
+// delivery arrived within whWait (the count says so, and the row fails).
 func BenchmarkWebhookDelivery(b *testing.B) {
 	st := NewStack(b, nil)
 	var mu sync.Mutex
@@ -86,14 +90,24 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 			}
 		}
 		tick.Stop()
-		Eventually(b, 60*time.Second, "every event at the nine healthy receivers", func() bool {
+		// Waits for every delivery, but not for ever: a run that falls
+		// behind still writes its figures (what arrived, and how many).
+		deadline := time.Now().Add(whWait)
+		for time.Now().Before(deadline) {
 			mu.Lock()
-			defer mu.Unlock()
-			return len(latencies) >= whEvents*whHealthy
-		})
+			n := len(latencies)
+			mu.Unlock()
+			if n >= whEvents*whHealthy {
+				break
+			}
+			rssMax = max(rssMax, rss(pid))
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	rssEnd := rss(pid)
-	writeWebhookResult(b, latencies, anchor, rssStart, max(rssMax, rssEnd), rssEnd)
+	mu.Lock()
+	defer mu.Unlock()
+	writeWebhookResult(b, slices.Clone(latencies), slices.Clone(anchor), rssStart, max(rssMax, rssEnd), rssEnd)
 }
 
 func publishTagDeleted(b *testing.B, js jetstream.JetStream, mu *sync.Mutex, published map[string]time.Time, i int) {
@@ -160,10 +174,10 @@ func writeWebhookResult(b *testing.B, lat, anchor []time.Duration, start, peak, 
 	fmt.Fprintf(sb, "| latency | from just before the JetStream publish to the receiver's handler (same clock) |\n")
 	fmt.Fprintf(sb, "| anchor | the same events received by a plain NATS subscriber in the benchmark process |\n\n")
 	fmt.Fprintf(sb, "| figure | n | p50 ms | p99 ms | max ms | target | ratio to anchor p99 | result |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
-	fmt.Fprintf(sb, "| webhook receipt, 9 healthy receivers | %d | %s | %s | %s | p99 < %s | %.1f | %s |\n", len(lat), ms(pct(lat, 50)), ms(p99), ms(pct(lat, 100)), whP99Target, ratio, verdict)
+	fmt.Fprintf(sb, "| webhook receipt, 9 healthy receivers | %d of %d | %s | %s | %s | p99 < %s, all within %s | %.1f | %s |\n", len(lat), whEvents*whHealthy, ms(pct(lat, 50)), ms(p99), ms(pct(lat, 100)), whP99Target, whWait, ratio, verdict)
 	fmt.Fprintf(sb, "| anchor: NATS subscriber | %d | %s | %s | %s | | 1 | |\n", len(anchor), ms(pct(anchor, 50)), ms(pct(anchor, 99)), ms(pct(anchor, 100)))
 	fmt.Fprintf(sb, "\n| webhook process RSS | start | peak | end | target | result |\n|---|---:|---:|---:|---|---|\n")
 	fmt.Fprintf(sb, "| one receiver down for the whole run | %d MiB | %d MiB | %d MiB | end ≤ start + 32 MiB | %s |\n", start>>20, peak>>20, end>>20, memVerdict)
-	writeResult(b, "webhook.md", sb.String())
+	writeResult(b, "webhooks.md", sb.String())
 	b.Logf("\n%s", sb.String())
 }

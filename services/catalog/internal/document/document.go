@@ -216,6 +216,8 @@ var (
 	ErrTypeImmutable = errors.New("type cannot change")
 	ErrNoFile        = errors.New("document has no file")
 	ErrConflict      = errors.New("document changed concurrently")
+	// ErrExists is a create under an id already taken (Store.Create).
+	ErrExists = errors.New("a document with this id exists")
 )
 
 // ErrUnchanged, returned by an Update closure, leaves the document as it
@@ -259,9 +261,11 @@ type Store interface {
 	// deleted or not, that names one of refs, waiting for those a write in
 	// flight holds (Naming). Each round holds the documents first, then
 	// calls look (when it holds any), then fn: a lookup in another service
-	// made in look comes after the hold. Its cost in database operations
-	// does not grow with the number of documents.
-	UpdateNaming(ctx context.Context, refs Refs, look func(context.Context) error, fn func(*Document) error) ([]Document, error)
+	// made in look comes after the hold; then prepare (when fn changed
+	// any), before the commit: what must be stored before the documents
+	// change (the revisions of the states they start from). Its cost in
+	// database operations does not grow with the number of documents.
+	UpdateNaming(ctx context.Context, refs Refs, look func(context.Context) error, fn func(*Document) error, prepare func(context.Context) error) ([]Document, error)
 
 	// Get returns a document, deleted or not (purged ones are gone).
 	Get(ctx context.Context, id string) (Document, error)

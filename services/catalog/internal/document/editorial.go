@@ -80,10 +80,10 @@ type Revisions interface {
 	ListRevisions(ctx context.Context, id string, before int64, limit int) ([]Revision, error)
 	// GetRevision returns one revision; ErrRevisionNotFound if there is none.
 	GetRevision(ctx context.Context, id string, version int64) (Revision, error)
-	// TrimRevisions removes the revisions of the document up to version
-	// (retention by count), ExpireRevisions those made before the time
-	// (retention by age; the document itself stays as it is).
-	TrimRevisions(ctx context.Context, id string, upTo int64) error
+	// TrimRevisions removes the revisions of each document up to its
+	// version (retention by count), ExpireRevisions those made before the
+	// time (retention by age; the document itself stays as it is).
+	TrimRevisions(ctx context.Context, upTo map[string]int64) error
 	ExpireRevisions(ctx context.Context, before time.Time) (int64, error)
 }
 
@@ -149,6 +149,35 @@ func ParseIfMatch(header string) []int64 {
 // check, the next version, who/when/why, and the revision of the state it
 // starts from if that one is still unsettled (see the file comment).
 func (s *Service) write(ctx context.Context, why string, fn func(*Document) error) func(*Document) error {
+	return s.record(ctx, why, nil, fn)
+}
+
+// revisionBatch is the editorial record of a write of many documents at
+// once (a tag deletion): one time for all of them, and the revisions of
+// the states they start from, stored together by flush before the store
+// commits (the store calls it once per round), so the write costs a
+// bounded number of database operations whatever the number of documents.
+type revisionBatch struct {
+	at   time.Time
+	revs []Revision
+}
+
+// flush stores the batch's revisions, then applies the retention by count.
+func (s *Service) flush(b *revisionBatch) func(context.Context) error {
+	return func(ctx context.Context) error {
+		revs := b.revs
+		b.revs = nil
+		if err := s.store.PutRevisions(ctx, revs); err != nil {
+			return err
+		}
+		s.trim(ctx, revs...)
+		return nil
+	}
+}
+
+// record is write; with a batch, the revision of the state a document
+// starts from goes into it instead of to the store at once.
+func (s *Service) record(ctx context.Context, why string, batch *revisionBatch, fn func(*Document) error) func(*Document) error {
 	return func(d *Document) error {
 		if d.Seq > 0 && !matches(ctx, d.Version) {
 			return ErrVersionMismatch
@@ -157,18 +186,25 @@ func (s *Service) write(ctx context.Context, why string, fn func(*Document) erro
 		if err := fn(d); err != nil {
 			return err
 		}
+		d.Version = before.Version + 1
 		if s.noRevisions {
-			d.Version = before.Version + 1
 			return nil
 		}
-		if before.RevisionPending {
-			if err := s.store.PutRevisions(ctx, []Revision{revisionOf(before)}); err != nil {
+		at := s.now()
+		switch {
+		case batch != nil:
+			at = batch.at
+			if before.RevisionPending {
+				batch.revs = append(batch.revs, revisionOf(before))
+			}
+		case before.RevisionPending:
+			rev := revisionOf(before)
+			if err := s.store.PutRevisions(ctx, []Revision{rev}); err != nil {
 				return err
 			}
-			s.trim(ctx, before)
+			s.trim(ctx, rev)
 		}
-		d.Version = before.Version + 1
-		d.Change = Change{By: identity.Name(ctx), At: s.now(), Why: why}
+		d.Change = Change{By: identity.Name(ctx), At: at, Why: why}
 		d.RevisionPending = true
 		return nil
 	}
@@ -205,16 +241,25 @@ func (s *Service) settle(ctx context.Context, docs ...Document) {
 		if err := s.store.SettleRevision(ctx, r.DocumentID, r.Version); err != nil {
 			s.log.WarnContext(ctx, "revision stored, its mark not cleared; the settling job clears it", "document_id", r.DocumentID, "error", err)
 		}
-		s.trim(ctx, r.Doc)
 	}
+	s.trim(ctx, revs...)
 }
 
-// trim applies the retention by count once the revision of d is stored.
-func (s *Service) trim(ctx context.Context, d Document) {
-	if n := int64(s.retention.Count); n > 0 && d.Version > n {
-		if err := s.store.TrimRevisions(ctx, d.ID, d.Version-n); err != nil {
-			s.log.WarnContext(ctx, "old revisions not trimmed; the next write trims them", "document_id", d.ID, "error", err)
+// trim applies the retention by count once the revisions are stored, with
+// one deletion for all their documents.
+func (s *Service) trim(ctx context.Context, revs ...Revision) {
+	n := int64(s.retention.Count)
+	if n <= 0 {
+		return
+	}
+	upTo := map[string]int64{}
+	for _, r := range revs {
+		if r.Version > n && r.Version-n > upTo[r.DocumentID] {
+			upTo[r.DocumentID] = r.Version - n
 		}
+	}
+	if err := s.store.TrimRevisions(ctx, upTo); err != nil {
+		s.log.WarnContext(ctx, "old revisions not trimmed; the next write trims them", "error", err)
 	}
 }
 

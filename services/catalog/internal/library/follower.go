@@ -277,7 +277,9 @@ func (l *Library) apply(ctx context.Context, s *Snapshot, changes []document.Doc
 	}
 	var ids []string
 	for id, d := range next.docs {
-		if d.IsDeleted && d.DeletedSeq <= horizon {
+		// A draft is held as removed (publicOf) but was never deleted: no
+		// sweep removes it, so it is not asked about.
+		if d.IsDeleted && !d.DeletedAt.IsZero() && d.DeletedSeq <= horizon {
 			ids = append(ids, id)
 		}
 	}

@@ -141,3 +141,40 @@ func TestASweepResumedAfterRaisingTheHorizonMovesTheCounter(t *testing.T) {
 		t.Errorf("that replica still holds the document swept for good (%v)", err)
 	}
 }
+
+// presentAsked records the ids a replica asks Present about.
+type presentAsked struct {
+	*mongostore.Store
+	asked []string
+}
+
+func (p *presentAsked) Present(ctx context.Context, ids []string) ([]string, error) {
+	p.asked = append(p.asked, ids...)
+	return p.Store.Present(ctx, ids)
+}
+
+// Issue 24: a replica holds a draft as removed, but it was never deleted
+// (no deletion, DeletedSeq 0): when the horizon rises, only documents
+// deleted under it are asked about, never every draft.
+func TestARisingHorizonAsksNotAboutDrafts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, w, svc, d := oneDocument(t)
+	draft, err := svc.Create(ctx, document.Input{Type: "LINK", Title: "Draft", URL: "https://x.org", Status: "draft"})
+	testkit.Must(t, err, "Create a draft")
+	src := &presentAsked{Store: store}
+	l := replica(t, src, w)
+	_, err = l.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	purgeForGood(t, store, svc, d.ID)
+	s, err := l.Get(ctx, 0)
+	testkit.Must(t, err, "Get")
+	if _, ok := s.Doc(d.ID); ok {
+		t.Errorf("the replica still serves the document purged for good")
+	}
+	for _, id := range src.asked {
+		if id == draft.ID {
+			t.Errorf("the replica asked whether the draft %s, never deleted, is present (asked %v)", id, src.asked)
+		}
+	}
+}

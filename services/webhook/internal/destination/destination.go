@@ -43,13 +43,48 @@ var special = []struct {
 	{netip.MustParsePrefix("192.0.0.0/24"), "reserved"},
 	{netip.MustParsePrefix("198.18.0.0/15"), "reserved"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
-	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"}, // may reach any IPv4 address, private ones too
+	// Local-use NAT64 (RFC 8215): the network chooses where the IPv4
+	// address sits, so it cannot be checked.
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
 	{netip.MustParsePrefix("2001:db8::/32"), "reserved"},
+}
+
+// embedding are the IPv6 forms that carry an IPv4 address, which a host
+// or the network may reach in its stead (RFC 3056, 4380, 4291, 6052):
+// such an address is refused when an IPv4 address it carries is.
+// IPv4-mapped addresses are plain IPv4 (Unmap).
+var embedding = []struct {
+	prefix netip.Prefix
+	kind   string
+	ipv4   func(b [16]byte) [][4]byte
+}{
+	{netip.MustParsePrefix("2002::/16"), "6to4", func(b [16]byte) [][4]byte { return [][4]byte{[4]byte(b[2:6])} }},
+	{netip.MustParsePrefix("2001::/32"), "Teredo", func(b [16]byte) [][4]byte {
+		client := [4]byte(b[12:16]) // stored with every bit flipped
+		for i := range client {
+			client[i] ^= 0xff
+		}
+		return [][4]byte{[4]byte(b[4:8]), client}
+	}},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64", func(b [16]byte) [][4]byte { return [][4]byte{[4]byte(b[12:16])} }},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible", func(b [16]byte) [][4]byte { return [][4]byte{[4]byte(b[12:16])} }},
 }
 
 // Kind names why ip is not a public unicast address, or returns "".
 func Kind(ip netip.Addr) string {
 	ip = ip.Unmap()
+	if ip.Is6() && !ip.IsLoopback() && !ip.IsUnspecified() {
+		for _, e := range embedding {
+			if !e.prefix.Contains(ip) {
+				continue
+			}
+			for _, v4 := range e.ipv4(ip.As16()) {
+				if k := Kind(netip.AddrFrom4(v4)); k != "" {
+					return k + " (" + e.kind + ")"
+				}
+			}
+		}
+	}
 	for _, m := range metadata {
 		if ip == m {
 			return "cloud metadata"

@@ -104,3 +104,44 @@ func TestDialerRefusesBeforeConnecting(t *testing.T) {
 func portOf(a net.Addr) string {
 	return strings.TrimPrefix(netip.MustParseAddrPort(a.String()).String(), "127.0.0.1:")
 }
+
+// Issue 26: IPv6 addresses that carry an IPv4 address (6to4, Teredo, the
+// IPv4-compatible form, NAT64) are refused when the IPv4 address they
+// carry is; one case per kind, and the same kinds carrying a public IPv4
+// address go through.
+func TestControlRefusesIPv4InsideIPv6(t *testing.T) {
+	t.Parallel()
+	g := NewGuard(nil)
+	refused := []struct {
+		name, addr, kind string
+	}{
+		{"6to4 of 127.0.0.1", "[2002:7f00:1::1]:80", "loopback (6to4)"},
+		{"6to4 of 10.0.0.1", "[2002:a00:1::]:80", "private (6to4)"},
+		{"6to4 of the metadata address", "[2002:a9fe:a9fe::1]:80", "cloud metadata (6to4)"},
+		{"Teredo, server 192.168.0.1", "[2001:0:c0a8:1::1]:80", "private (Teredo)"},
+		// The client address is stored with its bits flipped: 127.0.0.1 is 80ff:fffe.
+		{"Teredo, client 127.0.0.1", "[2001:0:5db8:d822::80ff:fffe]:80", "loopback (Teredo)"},
+		{"IPv4-compatible 127.0.0.1", "[::127.0.0.1]:80", "loopback (IPv4-compatible)"},
+		{"IPv4-compatible 169.254.169.254", "[::a9fe:a9fe]:80", "cloud metadata (IPv4-compatible)"},
+		{"IPv4-mapped 10.1.1.1", "[::ffff:10.1.1.1]:80", "private"},
+		{"NAT64 of 10.0.0.1", "[64:ff9b::a00:1]:80", "private (NAT64)"},
+		{"NAT64 of 169.254.169.254", "[64:ff9b::169.254.169.254]:80", "cloud metadata (NAT64)"},
+		{"local-use NAT64", "[64:ff9b:1::5db8:d822]:80", "NAT64"},
+	}
+	for _, c := range refused {
+		err := g.Control("tcp", c.addr, nil)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.kind) {
+			t.Errorf("%s: Control(%s) = %v, want refused as %s", c.name, c.addr, err, c.kind)
+		}
+	}
+	for _, ok := range []string{
+		"[2002:5db8:d822::1]:443",           // 6to4 of 93.184.216.34
+		"[2001:0:5db8:d822::a247:27dd]:443", // Teredo, server and client (bits flipped) 93.184.216.34
+		"[64:ff9b::93.184.216.34]:443",      // NAT64 of a public address
+		"[::ffff:93.184.216.34]:443",        // IPv4-mapped
+	} {
+		if err := g.Control("tcp", ok, nil); err != nil {
+			t.Errorf("Control(%s) = %v, want allowed (it carries a public IPv4 address)", ok, err)
+		}
+	}
+}

@@ -553,6 +553,9 @@ func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn fu
 	for attempt := 0; ; attempt++ {
 		h := s.hold(adds)
 		if _, err := s.docs.InsertOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}); err != nil {
+			if mongo.IsDuplicateKeyError(err) {
+				return document.Document{}, document.ErrExists
+			}
 			return document.Document{}, err
 		}
 		d := document.Document{ID: id}
@@ -591,7 +594,7 @@ func (s *Store) abandon(ctx context.Context, id, token string) {
 
 // Update implements document.Store.
 func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	out, err := s.update(ctx, byID{ids: []string{id}}, adds, nil, fn)
+	out, err := s.update(ctx, byID{ids: []string{id}}, adds, hooks{}, fn)
 	if err != nil {
 		return document.Document{}, err
 	}
@@ -604,7 +607,7 @@ func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn fu
 
 // UpdateEach implements document.Store.
 func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.Document) error) ([]document.Document, error) {
-	out, err := s.update(ctx, byID{ids: ids}, document.Refs{}, nil, fn)
+	out, err := s.update(ctx, byID{ids: ids}, document.Refs{}, hooks{}, fn)
 	var changed []document.Document
 	for _, id := range ids {
 		if r, ok := out[id]; ok && r.changed {
@@ -617,15 +620,15 @@ func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.
 // UpdateNaming implements document.Store: each round holds, with one
 // update, every free document naming refs, reads them and those held by
 // other writes that name or may name refs (busy: the next round takes
-// them), then calls look and fn. Its cost in database operations does not
-// grow with the number of documents (commit groups a change that only
-// drops tags).
-func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error) ([]document.Document, error) {
+// them), then calls look, fn on each, and prepare before the commit. Its
+// cost in database operations does not grow with the number of documents
+// (commit groups the changes that only drop tags).
+func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error, prepare func(context.Context) error) ([]document.Document, error) {
 	filter := namingFilter(refs, false)
 	if filter == nil {
 		return nil, nil
 	}
-	out, err := s.update(ctx, byNaming{refs: refs}, document.Refs{}, look, fn)
+	out, err := s.update(ctx, byNaming{refs: refs}, document.Refs{}, hooks{look: look, prepare: prepare}, fn)
 	var changed []document.Document
 	for _, r := range out {
 		if r.changed {
@@ -672,13 +675,19 @@ func (b byNaming) read(token string) bson.M {
 }
 func (b byNaming) again([]string) selection { return b }
 
+// hooks are what a round calls besides fn: look once it holds documents,
+// prepare once fn ran on them and before the commit. Either may be nil.
+type hooks struct {
+	look, prepare func(context.Context) error
+}
+
 // update runs rounds until every selected document is written (or left
 // unchanged), missing, or busyWait has passed while others hold some.
-func (s *Store) update(ctx context.Context, sel selection, adds document.Refs, look func(context.Context) error, fn func(*document.Document) error) (map[string]result, error) {
+func (s *Store) update(ctx context.Context, sel selection, adds document.Refs, h hooks, fn func(*document.Document) error) (map[string]result, error) {
 	out := map[string]result{}
 	wait, deadline := 2*time.Millisecond, time.Now().Add(busyWait)
 	for {
-		busy, err := s.round(ctx, sel, adds, look, fn, out)
+		busy, err := s.round(ctx, sel, adds, h, fn, out)
 		if err != nil || len(busy) == 0 {
 			return out, err
 		}
@@ -705,7 +714,7 @@ type change struct {
 // others. It records finished documents in out and returns the ids to try
 // again (held by another write, or whose hold was taken over before the
 // commit). Missing ids are left out.
-func (s *Store) round(ctx context.Context, sel selection, adds document.Refs, look func(context.Context) error, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
+func (s *Store) round(ctx context.Context, sel selection, adds document.Refs, hk hooks, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
 	h := s.hold(adds)
 	free := bson.A{bson.M{"pending": absent}, bson.M{"pending.at": bson.M{"$lt": h.At.Add(-holdTTL)}}}
 	filter := sel.hold()
@@ -714,14 +723,17 @@ func (s *Store) round(ctx context.Context, sel selection, adds document.Refs, lo
 		return nil, err
 	}
 	held, busy, err := s.readHeld(ctx, sel, h.Token)
-	if err == nil && look != nil && len(held) > 0 {
-		err = look(ctx)
+	if err == nil && hk.look != nil && len(held) > 0 {
+		err = hk.look(ctx)
 	}
 	if err != nil {
 		s.releaseToken(ctx, h.Token)
 		return nil, err
 	}
 	changes, unchanged, err := s.apply(held, adds, fn, out)
+	if err == nil && hk.prepare != nil && len(changes) > 0 {
+		err = hk.prepare(ctx)
+	}
 	if err != nil {
 		s.releaseToken(ctx, h.Token)
 		return nil, err
@@ -854,22 +866,20 @@ func (s *Store) commit(ctx context.Context, token string, changes []change) ([]d
 }
 
 // models are the statements of a commit: one per change, but one for all
-// the changes that only drop the same tags (a tag deletion's), so that a
-// deletion costs one statement whatever the number of documents naming
-// the tag.
+// the changes that only drop the same tags and record the same change (a
+// tag deletion's), so that a deletion costs one statement whatever the
+// number of documents naming the tag.
 func (s *Store) models(ctx context.Context, token string, seq int64, changes []change) ([]mongo.WriteModel, error) {
 	var models []mongo.WriteModel
 	groups := map[string]*tagDrop{}
 	var order []string
 	for _, c := range changes {
-		if tags, ok := onlyDropsTags(c.before, c.after); ok {
-			key := strings.Join(tags, "\x00")
-			g := groups[key]
-			if g == nil {
-				g = &tagDrop{tags: tags}
+		if g, ok := tagDropOf(c.before, c.after); ok {
+			key := g.key()
+			if groups[key] == nil {
 				groups[key], order = g, append(order, key)
 			}
-			g.add(c.before)
+			groups[key].add(c.before)
 			continue
 		}
 		update, err := s.updateOf(ctx, c.before, c.after)
@@ -884,61 +894,137 @@ func (s *Store) models(ctx context.Context, token string, seq int64, changes []c
 	return models, nil
 }
 
-// tagDrop is documents whose change only removes tags.
+// tagDrop is documents whose change only removes tags (from the live
+// version, the pending changes or both) and, as every write since
+// revisions, takes the next version and records who, when and why.
 type tagDrop struct {
-	tags  []string
-	ids   []string
-	since []tagSinceDoc
+	tags, draftTags []string
+	version         bool       // the version goes up by one
+	change          *changeDoc // set when the change record is new
+	revPending      bool       // the revision mark is set
+	ids             []string
+	since           []tagSinceDoc // live tagSince entries to pull
+	draftSince      []tagSinceDoc
+}
+
+func (g *tagDrop) key() string {
+	return fmt.Sprintf("%q|%q|%v|%v|%v", g.tags, g.draftTags, g.version, g.change, g.revPending)
 }
 
 func (g *tagDrop) add(before document.Document) {
 	g.ids = append(g.ids, before.ID)
-	for _, id := range g.tags {
-		if at, ok := before.TagSince[id]; ok {
+	g.since = appendSince(g.since, g.tags, before.TagSince)
+	if before.Draft != nil {
+		g.draftSince = appendSince(g.draftSince, g.draftTags, before.Draft.TagSince)
+	}
+}
+
+func appendSince(list []tagSinceDoc, tags []string, since map[string]time.Time) []tagSinceDoc {
+	for _, id := range tags {
+		if at, ok := since[id]; ok {
 			e := tagSinceDoc{ID: id, At: at}
-			if !slices.Contains(g.since, e) {
-				g.since = append(g.since, e)
+			if !slices.Contains(list, e) {
+				list = append(list, e)
 			}
 		}
 	}
+	return list
 }
 
 // model pulls the tags, and the entries of tagSince that name them (the
 // exact values read: $pull with a condition is not in the test database),
 // from each document of the group that token holds, as the change's
-// commit (updateOf) would: new seq, hold ended, UpdatedAt kept.
+// commit (updateOf) would: new seq, next version, the change record, hold
+// ended, UpdatedAt kept.
 func (g *tagDrop) model(token string, seq int64) mongo.WriteModel {
-	pull := bson.M{"tagsIds": g.tags}
+	pull := bson.M{}
+	if len(g.tags) > 0 {
+		pull["tagsIds"] = g.tags
+	}
 	if len(g.since) > 0 {
 		pull["tagSince"] = g.since
 	}
+	if len(g.draftTags) > 0 {
+		pull["draft.tagsIds"] = g.draftTags
+	}
+	if len(g.draftSince) > 0 {
+		pull["draft.tagSince"] = g.draftSince
+	}
+	set := bson.M{"seq": seq}
+	if g.change != nil {
+		set["change"] = *g.change
+	}
+	if g.revPending {
+		set["revPending"] = true
+	}
+	update := bson.M{"$pullAll": pull, "$set": set, "$unset": bson.M{"pending": "", "held": "", "refsAt": ""}}
+	if g.version {
+		update["$inc"] = bson.M{"version": int64(1)}
+	}
 	return mongo.NewUpdateManyModel().
 		SetFilter(bson.M{"_id": bson.M{"$in": g.ids}, "pending.token": token}).
-		SetUpdate(bson.M{"$pullAll": pull, "$set": bson.M{"seq": seq}, "$unset": bson.M{"pending": "", "held": "", "refsAt": ""}})
+		SetUpdate(update)
 }
 
-// onlyDropsTags reports whether after is before less some of its tags (and
-// their TagSince), and which; such a change has no events.
-func onlyDropsTags(before, after document.Document) ([]string, bool) {
-	var dropped []string
-	for _, id := range before.TagsIDs {
-		if !slices.Contains(after.TagsIDs, id) {
-			dropped = append(dropped, id)
-		}
+// tagDropOf returns the group of a change that is before less some of its
+// tags and their TagSince, in the live version or the pending changes,
+// with at most the editorial record's own moves (the next version, a new
+// change record, the revision mark set); such a change has no events.
+func tagDropOf(before, after document.Document) (*tagDrop, bool) {
+	g := &tagDrop{tags: dropped(before.TagsIDs, after.TagsIDs)}
+	if before.Draft != nil && after.Draft != nil {
+		g.draftTags = dropped(before.Draft.TagsIDs, after.Draft.TagsIDs)
 	}
-	if len(dropped) == 0 {
+	if len(g.tags) == 0 && len(g.draftTags) == 0 {
 		return nil, false
 	}
 	want := before.Clone()
-	want.TagsIDs = slices.DeleteFunc(want.TagsIDs, func(id string) bool { return slices.Contains(dropped, id) })
-	for _, id := range dropped {
-		delete(want.TagSince, id)
+	withoutTags(&want, g.tags, after.TagSince)
+	if want.Draft != nil && after.Draft != nil {
+		withoutTags(want.Draft, g.draftTags, after.Draft.TagSince)
 	}
 	want.Seq, want.DeletedSeq = after.Seq, after.DeletedSeq
-	if len(want.TagSince) == 0 && len(after.TagSince) == 0 {
-		want.TagSince = after.TagSince
+	switch after.Version {
+	case before.Version:
+	case before.Version + 1:
+		g.version, want.Version = true, after.Version
+	default:
+		return nil, false
 	}
-	return dropped, reflect.DeepEqual(want, after)
+	if after.Change != before.Change {
+		g.change, want.Change = &changeDoc{By: after.Change.By, At: after.Change.At, Why: after.Change.Why}, after.Change
+	}
+	if before.RevisionPending && !after.RevisionPending {
+		return nil, false
+	}
+	g.revPending, want.RevisionPending = after.RevisionPending, after.RevisionPending
+	if !reflect.DeepEqual(want, after) {
+		return nil, false
+	}
+	return g, true
+}
+
+// dropped returns the ids of before not in after.
+func dropped(before, after []string) []string {
+	var out []string
+	for _, id := range before {
+		if !slices.Contains(after, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// withoutTags removes tags and their TagSince from d; an emptied TagSince
+// takes after's form (nil or empty), which the comparison must not see.
+func withoutTags(d *document.Document, tags []string, afterSince map[string]time.Time) {
+	d.TagsIDs = slices.DeleteFunc(d.TagsIDs, func(id string) bool { return slices.Contains(tags, id) })
+	for _, id := range tags {
+		delete(d.TagSince, id)
+	}
+	if len(d.TagSince) == 0 && len(afterSince) == 0 {
+		d.TagSince = afterSince
+	}
 }
 
 // at returns which of ids are at seq.

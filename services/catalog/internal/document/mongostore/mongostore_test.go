@@ -182,3 +182,37 @@ func TestACallerGoneAfterTheClosureLeavesNoHold(t *testing.T) {
 		t.Errorf("the update answered %v; stored title %q", updateErr, a.Title)
 	}
 }
+
+// Issue 24: the retention by age never removes a document's newest
+// revision, however old: the document keeps its history's last entry.
+func TestExpiringRevisionsKeepsTheNewest(t *testing.T) {
+	t.Parallel()
+	s, ctx := newStore(t), context.Background()
+	for _, id := range []string{"a", "b"} {
+		_, err := s.Create(ctx, id, document.Refs{}, func(d *document.Document) error {
+			_ = link(d)
+			d.Version = 3
+			return nil
+		})
+		testkit.Must(t, err, "Create")
+		var revs []document.Revision
+		for v := int64(1); v <= 3; v++ {
+			revs = append(revs, document.Revision{DocumentID: id, Version: v,
+				Change: document.Change{At: t0.Add(time.Duration(v) * time.Minute), Why: "test"}, Doc: document.Document{ID: id, Title: "L"}})
+		}
+		testkit.Must(t, s.PutRevisions(ctx, revs), "PutRevisions")
+	}
+	n, err := s.ExpireRevisions(ctx, time.Now())
+	testkit.Must(t, err, "ExpireRevisions")
+	if n != 4 {
+		t.Errorf("ExpireRevisions removed %d, want 4 (versions 1 and 2 of each document)", n)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.GetRevision(ctx, id, 3); err != nil {
+			t.Errorf("the newest revision of %s: %v, want it kept", id, err)
+		}
+		if _, err := s.GetRevision(ctx, id, 2); err == nil {
+			t.Errorf("revision 2 of %s kept, want it expired", id)
+		}
+	}
+}

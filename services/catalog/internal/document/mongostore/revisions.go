@@ -107,19 +107,39 @@ type revisionDoc struct {
 
 func revisionID(id string, version int64) string { return fmt.Sprintf("%s/%d", id, version) }
 
-// PutRevisions implements document.Revisions: each revision is inserted
-// under its key; one already there is left as it is (the same write's
-// revision, stored by another path).
+// PutRevisions implements document.Revisions: the revisions are inserted
+// with one unordered InsertMany, each under its key; one already there is
+// left as it is (the same write's revision, stored by another path).
 func (s *Store) PutRevisions(ctx context.Context, revs []document.Revision) error {
-	for _, r := range revs {
+	if len(revs) == 0 {
+		return nil
+	}
+	docs := make([]any, len(revs))
+	for i, r := range revs {
 		d := toDoc(r.Doc)
-		rd := revisionDoc{ID: revisionID(r.DocumentID, r.Version), DocumentID: r.DocumentID, Version: r.Version,
+		docs[i] = revisionDoc{ID: revisionID(r.DocumentID, r.Version), DocumentID: r.DocumentID, Version: r.Version,
 			Change: changeDoc{By: r.Change.By, At: r.Change.At, Why: r.Change.Why}, Doc: &d}
-		if _, err := s.revs.InsertOne(ctx, rd); err != nil && !mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("revision %s: %w", rd.ID, err)
-		}
+	}
+	_, err := s.revs.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	if err != nil && !onlyDuplicates(err) {
+		return fmt.Errorf("revisions of %s and %d more: %w", revs[0].DocumentID, len(revs)-1, err)
 	}
 	return nil
+}
+
+// onlyDuplicates reports whether every error of a bulk insert is a
+// duplicate key (those revisions were stored already).
+func onlyDuplicates(err error) bool {
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+		return false
+	}
+	for _, we := range bwe.WriteErrors {
+		if !mongo.IsDuplicateKeyError(we) {
+			return false
+		}
+	}
+	return true
 }
 
 // SettleRevision implements document.Revisions. Outside the hold: a write
@@ -206,19 +226,97 @@ func (s *Store) GetRevision(ctx context.Context, id string, version int64) (docu
 	return r.domain(), nil
 }
 
-// TrimRevisions implements document.Revisions.
-func (s *Store) TrimRevisions(ctx context.Context, id string, upTo int64) error {
-	_, err := s.revs.DeleteMany(ctx, bson.M{"documentId": id, "version": bson.M{"$lte": upTo}})
+// TrimRevisions implements document.Revisions, with one deletion for all
+// the documents.
+func (s *Store) TrimRevisions(ctx context.Context, upTo map[string]int64) error {
+	if len(upTo) == 0 {
+		return nil
+	}
+	or := make(bson.A, 0, len(upTo))
+	for id, v := range upTo {
+		or = append(or, bson.M{"documentId": id, "version": bson.M{"$lte": v}})
+	}
+	filter := or[0]
+	if len(or) > 1 {
+		filter = bson.M{"$or": or}
+	}
+	_, err := s.revs.DeleteMany(ctx, filter)
 	return err
 }
 
-// ExpireRevisions implements document.Revisions.
+// expireBatch is how many expired revisions ExpireRevisions looks at per
+// step.
+const expireBatch = 1000
+
+// ExpireRevisions implements document.Revisions. A document's newest
+// revision (its current version's) is kept however old: the history of a
+// document not changed for longer than the retention keeps its last entry.
+// Each step reads a batch of expired revisions, the versions of their
+// documents, and removes those below the version (or of a document gone).
 func (s *Store) ExpireRevisions(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.revs.DeleteMany(ctx, bson.M{"change.at": bson.M{"$lt": before}})
-	if err != nil {
-		return 0, err
+	var removed int64
+	var kept []string // the newest revisions, already looked at
+	for {
+		filter := bson.M{"change.at": bson.M{"$lt": before}}
+		if len(kept) > 0 {
+			filter["_id"] = bson.M{"$nin": kept}
+		}
+		cur, err := s.revs.Find(ctx, filter, options.Find().
+			SetProjection(bson.M{"_id": 1, "documentId": 1, "version": 1}).SetLimit(expireBatch))
+		if err != nil {
+			return removed, err
+		}
+		var revs []revisionDoc
+		if err := cur.All(ctx, &revs); err != nil || len(revs) == 0 {
+			return removed, err
+		}
+		expired, newest, err := s.expired(ctx, revs)
+		if err != nil {
+			return removed, err
+		}
+		kept = append(kept, newest...)
+		if len(expired) > 0 {
+			res, err := s.revs.DeleteMany(ctx, bson.M{"_id": bson.M{"$in": expired}})
+			if err != nil {
+				return removed, err
+			}
+			removed += res.DeletedCount
+		}
+		if len(revs) < expireBatch {
+			return removed, nil
+		}
 	}
-	return res.DeletedCount, nil
+}
+
+// expired splits revs into those that may go (below their document's
+// version, or of a document gone) and the newest ones, kept.
+func (s *Store) expired(ctx context.Context, revs []revisionDoc) (expired, newest []string, err error) {
+	var ids []string
+	for _, r := range revs {
+		if !slices.Contains(ids, r.DocumentID) {
+			ids = append(ids, r.DocumentID)
+		}
+	}
+	cur, err := s.docs.Find(ctx, bson.M{"_id": bson.M{"$in": ids}}, options.Find().SetProjection(bson.M{"_id": 1, "version": 1}))
+	if err != nil {
+		return nil, nil, err
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, err
+	}
+	version := make(map[string]int64, len(docs))
+	for _, d := range docs {
+		version[d.ID] = d.Editorial.Version
+	}
+	for _, r := range revs {
+		if v, ok := version[r.DocumentID]; ok && r.Version >= v {
+			newest = append(newest, r.ID)
+			continue
+		}
+		expired = append(expired, r.ID)
+	}
+	return expired, newest, nil
 }
 
 // Scheduled implements document.Store.
