@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/doclib/cmd/doclib/internal/client"
+	"github.com/doclib/cmd/doclib/internal/export"
+	"github.com/doclib/cmd/doclib/internal/library"
+)
+
+func runExport(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+	fs := newFlags("export")
+	zstd := fs.Bool("zstd", false, "compress with zstd")
+	out := fs.String("o", "-", "the archive file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	c := client.New(cfg.URL, cfg.Token)
+	if *out == "-" {
+		return export.Run(ctx, c, stdout, *zstd, cfg.URL, log)
+	}
+	return writeAtomically(*out, func(w io.Writer) error { return export.Run(ctx, c, w, *zstd, cfg.URL, log) })
+}
+
+// writeAtomically writes FILE.partial and renames it FILE once complete:
+// an export killed mid-way never leaves a file under the name asked for.
+func writeAtomically(name string, write func(io.Writer) error) (err error) {
+	tmp := name + ".partial"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := write(f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(name)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func runVerify(args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("usage: doclib verify ARCHIVE")
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	got, err := library.Verify(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	fmt.Fprintf(stdout, "%s: ok (format %d, from %s, started %s)\n", args[0], got.Header.Version, got.Header.Source,
+		got.Header.StartedAt.Format("2006-01-02T15:04:05Z"))
+	keys := make([]string, 0, len(got.Counts))
+	for k := range got.Counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(stdout, "  %-11s %d\n", k, got.Counts[k])
+	}
+	return nil
+}
+
+func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+	return errors.New("import: not built yet")
+}
