@@ -13,6 +13,7 @@ import (
 	"github.com/doclib/cmd/doclib/internal/client"
 	"github.com/doclib/cmd/doclib/internal/export"
 	"github.com/doclib/cmd/doclib/internal/library"
+	"github.com/doclib/cmd/doclib/internal/restore"
 )
 
 func runExport(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
@@ -93,5 +94,27 @@ func runVerify(args []string, stdout io.Writer) error {
 }
 
 func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
-	return errors.New("import: not built yet")
+	fs := newFlags("import")
+	merge := fs.Bool("merge", false, "add to a non-empty installation (records there stay as they are)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: doclib import [-merge] ARCHIVE (a file: it is read twice, verified first)")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	res, err := restore.Run(ctx, client.New(cfg.URL, cfg.Token), fs.Arg(0), *merge, log)
+	for _, kind := range []string{"category", "tag", "settings", "media", "revision", "document"} {
+		fmt.Fprintf(stdout, "%-9s created %d, unchanged %d, kept %d\n", kind, res.Created[kind], res.Unchanged[kind], res.Kept[kind])
+	}
+	for _, id := range res.KeptIDs {
+		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
+	}
+	if err != nil {
+		return fmt.Errorf("import stopped, run it again to finish: %w", err)
+	}
+	return nil
 }

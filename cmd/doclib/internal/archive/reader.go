@@ -76,6 +76,9 @@ func (f *File) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Err is the error reading the entry met (a changed byte, a truncation).
+func (f *File) Err() error { return f.err }
+
 // Bytes reads the whole (small) entry, checked.
 func (f *File) Bytes() ([]byte, error) {
 	if f.Size > MaxJSONEntry {

@@ -53,6 +53,8 @@ type Body struct {
 	ContentType string
 	Open        func() (io.Reader, error)
 	Headers     map[string]string
+	// Once: a streamed body that cannot be sent again; not retried.
+	Once bool
 }
 
 // JSON is a Body holding raw JSON.
@@ -73,7 +75,8 @@ func (c *Client) Do(ctx context.Context, method, path string, body *Body) (*http
 		last = err
 		var se *StatusError
 		retry := !errors.As(err, &se) || se.Status == 502 || se.Status == 503 || se.Status == 504
-		if errors.Is(err, ErrNotFound) || !retry || try >= c.Attempts || ctx.Err() != nil {
+		once := body != nil && body.Once
+		if errors.Is(err, ErrNotFound) || !retry || once || try >= c.Attempts || ctx.Err() != nil {
 			return nil, last
 		}
 		select {

@@ -23,10 +23,14 @@ const (
 	CountMediaBytes = "mediaBytes"
 )
 
-// Contents is what Verify learned of an archive: its counts and header.
+// Contents is what Verify learned of an archive: its header, counts, the
+// ids of its records and its reference data (small: an import writes it
+// before the documents and media, which come first in the archive).
 type Contents struct {
 	Header archive.Header
 	Counts map[string]int
+	IDs    map[archive.Kind]map[string]bool // by KindCategories, KindTags, KindMediaRecords, KindDocument
+	Raw    map[archive.Kind][]byte          // categories, tags, settings and media records entries
 }
 
 // index gathers the ids and references of an archive while it is read:
@@ -39,6 +43,7 @@ type index struct {
 	documents  map[string]Refs
 	revisions  int
 	settings   bool
+	raw        map[archive.Kind][]byte
 }
 
 // Verify reads the whole archive from r: the format (header first, a known
@@ -54,7 +59,7 @@ func Verify(r io.Reader) (Contents, error) {
 	}
 	defer ar.Close()
 	ix := &index{categories: map[string]bool{}, tags: map[string]Tag{}, media: map[string]Media{},
-		files: map[string]archive.Entry{}, documents: map[string]Refs{}}
+		files: map[string]archive.Entry{}, documents: map[string]Refs{}, raw: map[archive.Kind][]byte{}}
 	for {
 		f, err := ar.Next()
 		if errors.Is(err, io.EOF) {
@@ -71,7 +76,22 @@ func Verify(r io.Reader) (Contents, error) {
 	if problems := ix.problems(ar.Manifest(), counts); len(problems) > 0 {
 		return Contents{}, fmt.Errorf("%d reference problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
 	}
-	return Contents{Header: ar.Header, Counts: counts}, nil
+	return ix.contents(ar.Header, counts), nil
+}
+
+func (ix *index) contents(h archive.Header, counts map[string]int) Contents {
+	ids := map[archive.Kind]map[string]bool{archive.KindCategories: ix.categories, archive.KindTags: {},
+		archive.KindMediaRecords: {}, archive.KindDocument: {}}
+	for id := range ix.tags {
+		ids[archive.KindTags][id] = true
+	}
+	for id := range ix.media {
+		ids[archive.KindMediaRecords][id] = true
+	}
+	for id := range ix.documents {
+		ids[archive.KindDocument][id] = true
+	}
+	return Contents{Header: h, Counts: counts, IDs: ids, Raw: ix.raw}
 }
 
 func (ix *index) add(f *archive.File) error {
@@ -87,6 +107,9 @@ func (ix *index) add(f *archive.File) error {
 	raw, err := f.Bytes()
 	if err != nil {
 		return err
+	}
+	if f.Kind != archive.KindDocument {
+		ix.raw[f.Kind] = raw
 	}
 	if err := ix.addRecords(f, raw); err != nil {
 		return fmt.Errorf("entry %s: %w", f.Path, err)
