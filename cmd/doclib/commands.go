@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/doclib/cmd/doclib/internal/bucket"
 	"github.com/doclib/cmd/doclib/internal/client"
 	"github.com/doclib/cmd/doclib/internal/export"
 	"github.com/doclib/cmd/doclib/internal/library"
@@ -20,6 +22,7 @@ func runExport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	fs := newFlags("export")
 	zstd := fs.Bool("zstd", false, "compress with zstd")
 	out := fs.String("o", "-", "the archive file")
+	toBucket := fs.Bool("s3", false, "write to the S3 bucket DOCLIB_BACKUP_BUCKET and keep the newest DOCLIB_BACKUP_KEEP")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,10 +31,36 @@ func runExport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 		return err
 	}
 	c := client.New(cfg.URL, cfg.Token)
+	if *toBucket {
+		return exportToBucket(ctx, c, *zstd, cfg.URL, stdout, log)
+	}
 	if *out == "-" {
 		return export.Run(ctx, c, stdout, *zstd, cfg.URL, log)
 	}
 	return writeAtomically(*out, func(w io.Writer) error { return export.Run(ctx, c, w, *zstd, cfg.URL, log) })
+}
+
+// exportToBucket streams the archive into the backup bucket, then removes
+// all but the newest archives there.
+func exportToBucket(ctx context.Context, c *client.Client, zstd bool, source string, stdout io.Writer, log *slog.Logger) error {
+	bc, err := loadBucketConfig()
+	if err != nil {
+		return err
+	}
+	store, err := bucket.Open(ctx, bc)
+	if err != nil {
+		return err
+	}
+	name := store.Name(time.Now(), zstd)
+	if err := store.Write(ctx, name, func(w io.Writer) error { return export.Run(ctx, c, w, zstd, source, log) }); err != nil {
+		return fmt.Errorf("export to s3://%s/%s: %w", bc.Bucket, name, err)
+	}
+	fmt.Fprintf(stdout, "wrote s3://%s/%s\n", bc.Bucket, name)
+	removed, err := store.Prune(ctx)
+	for _, r := range removed {
+		fmt.Fprintf(stdout, "removed s3://%s/%s (keeping the newest %d)\n", bc.Bucket, r, bc.Keep)
+	}
+	return err
 }
 
 // writeAtomically writes FILE.partial and renames it FILE once complete:

@@ -17,7 +17,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/doclib/cmd/doclib/internal/bucket"
 )
 
 func main() {
@@ -32,6 +37,7 @@ func main() {
 
 const usage = `usage:
   doclib export [-zstd] [-o FILE]   write the installation's archive (stdout without -o)
+  doclib export [-zstd] -s3         write it to DOCLIB_BACKUP_BUCKET, keep the newest DOCLIB_BACKUP_KEEP (7)
   doclib verify ARCHIVE             check every digest and reference, import nothing
   doclib import [-merge] ARCHIVE    write the archive into the installation
 environment: DOCLIB_URL (the gateway's admin listener), DOCLIB_TOKEN (an editor's token)`
@@ -71,6 +77,40 @@ func loadConfig() (config, error) {
 		return c, fmt.Errorf("set %v", missing)
 	}
 	return c, nil
+}
+
+// loadBucketConfig reads the backup bucket's settings: the media service's
+// S3 variables, and the bucket, prefix and number of archives to keep.
+func loadBucketConfig() (bucket.Config, error) {
+	c := bucket.Config{Endpoint: os.Getenv("S3_ENDPOINT"), AccessKey: os.Getenv("S3_ACCESS_KEY"), SecretKey: os.Getenv("S3_SECRET_KEY"),
+		Region: envOr("S3_REGION", "us-east-1"), UseTLS: os.Getenv("S3_USE_TLS") == "true",
+		Bucket: os.Getenv("DOCLIB_BACKUP_BUCKET"), Prefix: os.Getenv("DOCLIB_BACKUP_PREFIX"), Keep: 7}
+	var problems []string
+	for name, v := range map[string]string{"S3_ENDPOINT": c.Endpoint, "S3_ACCESS_KEY": c.AccessKey, "S3_SECRET_KEY": c.SecretKey,
+		"DOCLIB_BACKUP_BUCKET": c.Bucket} {
+		if v == "" {
+			problems = append(problems, name+" is required")
+		}
+	}
+	if v := os.Getenv("DOCLIB_BACKUP_KEEP"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			problems = append(problems, "DOCLIB_BACKUP_KEEP must be a number from 1")
+		}
+		c.Keep = n
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return c, errors.New(strings.Join(problems, "; "))
+	}
+	return c, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func newFlags(name string) *flag.FlagSet {
