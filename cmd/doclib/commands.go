@@ -136,9 +136,12 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 		return err
 	}
 	res, err := restore.Run(ctx, client.New(cfg.URL, cfg.Token), fs.Arg(0), *merge, log)
-	for _, kind := range []string{"category", "tag", "settings", "media", "revision", "document"} {
+	for _, kind := range []string{"category", "tag", "media", "document"} {
 		fmt.Fprintf(stdout, "%-9s created %d, unchanged %d, kept %d\n", kind, res.Created[kind], res.Unchanged[kind], res.Kept[kind])
 	}
+	// Their routes answer the same whether they wrote or found the record.
+	fmt.Fprintf(stdout, "%-9s written %d (or already there), kept %d\n", "revision", res.Unchanged["revision"], res.Kept["revision"])
+	fmt.Fprintf(stdout, "%-9s written %d\n", "settings", res.Unchanged["settings"])
 	for _, id := range res.KeptIDs {
 		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
 	}

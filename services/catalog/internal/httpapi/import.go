@@ -79,7 +79,7 @@ func (in documentImport) domain(errs *validation.Errors) document.Document {
 	d.UnpublishAt = httpx.ParseOptionalTime(errs, "unpublishAt", in.UnpublishAt)
 	if in.Draft != nil {
 		p := in.Draft.content()
-		p.ID, p.Type = "", "" // pending changes are stored without them
+		p.ID, p.Type = "", d.Type // pending changes are stored without an id (contentOf)
 		if !d.Type.Inline() {
 			p.Content, p.ImagesIDs = "", nil
 		} else {
