@@ -190,9 +190,11 @@ func TestExportImportRoundTrip(t *testing.T) {
 	dst := NewStack(t, nil)
 	refuseDamagedArchives(t, dst, plainPath)
 	// An import interrupted (media down: the error names the entry) is run
-	// again and finishes.
+	// again and finishes. -merge skips the emptiness check, which would
+	// stop at its first question to media; the run again without it is
+	// accepted, the installation holding only the archive's records.
 	dst.Stop("media")
-	out, err = dst.Doclib("import", archivePath)
+	out, err = dst.Doclib("import", "-merge", archivePath)
 	if err == nil || !strings.Contains(out, "entry media/") {
 		t.Errorf("an import with media down: want an error naming a media entry, got %v\n%s", err, out)
 	}

@@ -145,6 +145,9 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	for _, id := range res.KeptIDs {
 		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
 	}
+	if errors.Is(err, restore.ErrRefused) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("import stopped, run it again to finish: %w", err)
 	}

@@ -43,7 +43,7 @@ func (e *Exporter) document(ctx context.Context, id string) error {
 			return e.writeDocument(ctx, id, detail, version)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("document %s names %s, which is gone, still after %s: the catalog did not apply its deletion", id, missing, e.Retry)
+			return e.repair(ctx, id, detail, version)
 		}
 		e.log.Info("a reference of a document disappeared; reading it again", "document", id, "missing", missing)
 		select {
@@ -195,4 +195,68 @@ func (e *Exporter) writeReferenceData(settings []byte) error {
 		}
 	}
 	return nil
+}
+
+// repair writes a document whose references are still gone after Retry
+// (the catalog has not applied their deletions yet, e.g. under load)
+// without them, as the catalog will have it once it has: a tag, media or
+// pinned document deleted is dropped from it (a PDF's file too). The
+// manifest counts such documents (repaired).
+func (e *Exporter) repair(ctx context.Context, id string, detail json.RawMessage, version int64) error {
+	var doc map[string]any
+	if err := json.Unmarshal(detail, &doc); err != nil {
+		return fmt.Errorf("document %s: %w", id, err)
+	}
+	var dropped []string
+	for _, d := range []map[string]any{doc, asObject(doc["draft"])} {
+		if d == nil {
+			continue
+		}
+		dropped = append(dropped, e.dropMissing(d)...)
+	}
+	fixed, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	e.log.Warn("a document named records deleted meanwhile; the archive holds it without them, as the catalog will",
+		"document", id, "dropped", dropped)
+	e.repaired++
+	return e.writeDocument(ctx, id, fixed, version)
+}
+
+func asObject(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// dropMissing removes from one document's fields the ids the archive will
+// not hold.
+func (e *Exporter) dropMissing(d map[string]any) []string {
+	var dropped []string
+	keep := func(field string, has func(string) bool) {
+		list, _ := d[field].([]any)
+		out := []any{}
+		for _, v := range list {
+			if s, _ := v.(string); has(s) {
+				out = append(out, v)
+			} else {
+				dropped = append(dropped, field+":"+s)
+			}
+		}
+		if _, ok := d[field]; ok {
+			d[field] = out
+		}
+	}
+	hasTag := func(s string) bool { _, ok := e.tags[s]; return ok }
+	hasMedia := func(s string) bool { _, ok := e.media[s]; return ok }
+	keep("tagsIds", hasTag)
+	keep("imagesIds", hasMedia)
+	keep("relatedIds", func(s string) bool { return e.docs[s] })
+	if f := asObject(d["file"]); f != nil {
+		if s, _ := f["id"].(string); !hasMedia(s) {
+			delete(d, "file")
+			dropped = append(dropped, "file:"+s)
+		}
+	}
+	return dropped
 }

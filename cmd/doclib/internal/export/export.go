@@ -8,7 +8,9 @@
 // is fetched and written then; a pinned document is written before it. A
 // reference that is still missing (its tag or media was deleted meanwhile)
 // makes the exporter read the document again: the catalog removes such
-// references when the deletion's event reaches it, within seconds. The
+// references when the deletion's event reaches it, within seconds; after
+// Retry (a catalog slow to apply it), the document is written without them,
+// as the catalog will have it, and counted as repaired. The
 // reference data (categories, tags, media records, settings) is written
 // last, as the union of every read: a tag deleted during the export may be
 // in the archive, never a document naming a tag that is not. Only ids and
@@ -44,6 +46,7 @@ type Exporter struct {
 	mediaIDs      []string
 	docs          map[string]bool // written, or being written (pins may cycle)
 	revisionCount int
+	repaired      int
 	mediaBytes    int
 	// Retry bounds how long a document whose reference disappeared is read
 	// again before the export fails.
@@ -57,7 +60,7 @@ func Run(ctx context.Context, c *client.Client, out io.Writer, compress bool, so
 		return err
 	}
 	e := &Exporter{c: c, w: w, log: log, categories: map[string]json.RawMessage{}, tags: map[string]json.RawMessage{},
-		media: map[string]json.RawMessage{}, docs: map[string]bool{}, Retry: 30 * time.Second}
+		media: map[string]json.RawMessage{}, docs: map[string]bool{}, Retry: 10 * time.Second}
 	if err := e.run(ctx); err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func (e *Exporter) run(ctx context.Context) error {
 func (e *Exporter) counts() map[string]int {
 	return map[string]int{library.CountCategories: len(e.categories), library.CountTags: len(e.tags),
 		library.CountDocuments: len(e.docs), library.CountRevisions: e.revisionCount, library.CountMedia: len(e.media),
-		library.CountMediaBytes: e.mediaBytes}
+		library.CountMediaBytes: e.mediaBytes, "repaired": e.repaired}
 }
 
 // readMedia writes every listed media's file.

@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -26,6 +27,10 @@ import (
 	"github.com/doclib/cmd/doclib/internal/client"
 	"github.com/doclib/cmd/doclib/internal/library"
 )
+
+// ErrRefused marks an import refused before it wrote anything (an archive
+// that does not verify, an installation that is not empty).
+var ErrRefused = errors.New("nothing was imported")
 
 // Result counts what an import did, by kind: created, unchanged (already
 // there, the same), kept (there, different: the target's stays; --merge).
@@ -94,7 +99,7 @@ func verify(path string) (library.Contents, error) {
 	defer f.Close()
 	contents, err := library.Verify(bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
-		return contents, fmt.Errorf("the archive does not verify, nothing was imported: %w", err)
+		return contents, fmt.Errorf("the archive does not verify, %w: %w", ErrRefused, err)
 	}
 	return contents, nil
 }
@@ -149,7 +154,7 @@ func (in *Importer) checkEmpty(ctx context.Context, contents library.Contents) e
 	}
 	if len(foreign) > 0 {
 		sort.Strings(foreign)
-		return fmt.Errorf("the installation is not empty (%d records not in the archive, e.g. %s): nothing was imported; use -merge to add the archive to it", len(foreign), foreign[0])
+		return fmt.Errorf("the installation is not empty (%d records not in the archive, e.g. %s), %w: use -merge to add the archive to it", len(foreign), foreign[0], ErrRefused)
 	}
 	return nil
 }
