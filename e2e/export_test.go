@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
@@ -351,5 +352,41 @@ func refuseDamagedArchives(t *testing.T, st *Stack, plainPath string) {
 	}
 	if r := st.BO("GET", "/bo/medias/digestTest", nil); r.Status != 404 {
 		t.Errorf("the refused media is there: %d %s", r.Status, r.Body)
+	}
+}
+
+// importRoutes calls each import route to a success and to an error
+// (TestOpenAPIConformance's coverage).
+func importRoutes(t *testing.T, call func(method, path string, body any, want int, headers ...string) Response) {
+	t.Helper()
+	const at = `"createdAt":"2026-11-20T09:00:03.118Z","updatedAt":"2026-11-20T09:00:03.118Z"`
+	call("PUT", "/bo/import/tags-categories/imported", `{"id":"imported","name":"Importée",`+at+`}`, 201)
+	call("PUT", "/bo/import/tags-categories/bad", `{"id":"bad","name":"Bad","createdAt":"then","updatedAt":"then"}`, 422)
+	call("PUT", "/bo/import/tags/imported-tag", `{"id":"imported-tag","name":"Tag","categoryId":"imported",`+at+`}`, 201)
+	call("PUT", "/bo/import/tags/orphan", `{"id":"orphan","name":"Orphan","categoryId":"nope",`+at+`}`, 422)
+	call("PUT", "/bo/import/config", `{"moderatorEmail":"moderation@example.org","updatedAt":"2026-11-20T09:00:03.118Z","updatedBy":"alice"}`, 200)
+	call("PUT", "/bo/import/config", `{"moderatorEmail":"moderation@example.org"}`, 422)
+	doc := `{"id":"importedDoc1","title":"Imported","type":"LINK","url":"https://example.org/i","tagsIds":["imported-tag"],"sources":[],` +
+		`"relatedDocuments":[],"relatedIds":[],"isDeleted":false,` + at + `,"createdBy":"alice","updatedBy":"alice","status":"published",` +
+		`"version":1,"publishedAt":"2026-11-20T09:00:03.118Z","draft":null}`
+	call("PUT", "/bo/import/documents/importedDoc1/revisions/1",
+		`{"version":1,"at":"2026-11-20T09:00:03.118Z","by":"alice","why":"POST /bo/documents","document":`+doc+`}`, 204)
+	call("PUT", "/bo/import/documents/importedDoc1/revisions/2",
+		`{"version":1,"at":"2026-11-20T09:00:03.118Z","by":"alice","why":"POST /bo/documents","document":`+doc+`}`, 422)
+	call("PUT", "/bo/import/documents/importedDoc1", doc, 201)
+	call("PUT", "/bo/import/documents/importedDoc1", strings.Replace(doc, `"Imported"`, `"Changed"`, 1), 409)
+	for _, c := range []struct {
+		digest string
+		want   int
+	}{{strings.Repeat("0", 64), 422}, {fmt.Sprintf("%x", sha256.Sum256(unique(pngBytes, "imported"))), 201}} {
+		var form bytes.Buffer
+		mw := multipart.NewWriter(&form)
+		rec, _ := mw.CreateFormField("record")
+		_, _ = rec.Write([]byte(`{"id":"importedMedia","name":"i.png","mimeType":"image/png","size":` +
+			strconv.Itoa(len(unique(pngBytes, "imported"))) + `,"sha256":"` + c.digest + `",` + at + `,"createdBy":"alice","updatedBy":"alice"}`))
+		file, _ := mw.CreateFormFile("file", "i.png")
+		_, _ = file.Write(unique(pngBytes, "imported"))
+		_ = mw.Close()
+		call("PUT", "/bo/import/medias/importedMedia", form.Bytes(), c.want, "Content-Type", mw.FormDataContentType())
 	}
 }
