@@ -121,6 +121,20 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 		}
 	}
 
+	if existing, stored, err := s.insert(ctx, m, want); !stored {
+		return existing, false, err
+	}
+	keep = true
+	if err := s.store.Uploads().End(ctx, key); err != nil {
+		// The record holds the object: the sweep only drops the intent.
+		s.log.WarnContext(ctx, "could not clear an upload's intent; the sweep will", "object_key", m.ObjectKey, "error", err)
+	}
+	return m, true, nil
+}
+
+// insert stores the record m; stored is false when it was not, with the
+// media already holding these bytes (or the error).
+func (s *Service) insert(ctx context.Context, m Media, want *Media) (Media, bool, error) {
 	switch err := s.store.Insert(ctx, m); {
 	case errors.Is(err, ErrDuplicate):
 		// These bytes are stored already (or were just now, by an upload
@@ -139,11 +153,6 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 		return existing, false, nil
 	case err != nil:
 		return Media{}, false, err
-	}
-	keep = true
-	if err := s.store.Uploads().End(ctx, key); err != nil {
-		// The record holds the object: the sweep only drops the intent.
-		s.log.WarnContext(ctx, "could not clear an upload's intent; the sweep will", "object_key", m.ObjectKey, "error", err)
 	}
 	return m, true, nil
 }
