@@ -16,7 +16,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 HELM_VERSION  := v3.22.0
 # Workspace modules (go.work) as package patterns, e.g. github.com/doclib/libs/...
 MODULES     = $(shell $(GO) list -m -f '{{.Path}}/...')
-GO_DIRS    := api libs services e2e tools charts deploy
+GO_DIRS    := api libs services e2e tools charts deploy cmd
 CHART      := charts/doclib
 # Modules of their own, outside go.work, that check the deployment files:
 # the Helm chart rendered (Helm, client-go), compose.yaml (compose-go) and

@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -44,6 +45,7 @@ type manifests struct {
 	netpols     []*networkingv1.NetworkPolicy
 	secrets     []*corev1.Secret
 	accounts    []*corev1.ServiceAccount
+	cronjobs    []*batchv1.CronJob
 }
 
 func TestRenders(t *testing.T) {
@@ -488,6 +490,8 @@ func (m *manifests) add(t *testing.T, file string, obj runtime.Object) {
 		m.secrets = append(m.secrets, o)
 	case *corev1.ServiceAccount:
 		m.accounts = append(m.accounts, o)
+	case *batchv1.CronJob:
+		m.cronjobs = append(m.cronjobs, o)
 	default:
 		t.Errorf("%s: unexpected kind %T", file, obj)
 	}

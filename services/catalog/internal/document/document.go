@@ -181,12 +181,12 @@ const (
 // nothing, published or not, as before drafts existed.
 func Events(before, after Document) []Event {
 	switch {
+	case before.Seq == 0: // a create, an imported deleted document's too (import.go)
+		return nil
 	case after.IsDeleted && !before.IsDeleted:
 		return []Event{Deleted}
 	case after.Purged() && !before.Purged():
 		return []Event{Purged}
-	case before.Seq == 0:
-		return nil
 	}
 	_, wasPublic := PublicView(before)
 	_, isPublic := PublicView(after)

@@ -33,12 +33,19 @@ type editorialInput struct {
 
 // editorial is the editorial part of the back-office detail.
 type editorial struct {
-	Status      string          `json:"status"`
-	Version     int64           `json:"version"`
-	PublishedAt string          `json:"publishedAt,omitempty"`
-	PublishAt   string          `json:"publishAt,omitempty"`
-	UnpublishAt string          `json:"unpublishAt,omitempty"`
-	Draft       *documentDetail `json:"draft"` // the pending changes, null when none
+	Status      string       `json:"status"`
+	Version     int64        `json:"version"`
+	PublishedAt string       `json:"publishedAt,omitempty"`
+	PublishAt   string       `json:"publishAt,omitempty"`
+	UnpublishAt string       `json:"unpublishAt,omitempty"`
+	Draft       *draftDetail `json:"draft"` // the pending changes, null when none
+}
+
+// draftDetail is the pending changes with their pins, so that an export
+// holds them (doclib).
+type draftDetail struct {
+	documentDetail
+	RelatedIDs []string `json:"relatedIds"`
 }
 
 func toEditorial(d document.Document) editorial {
@@ -55,8 +62,11 @@ func toEditorial(d document.Document) editorial {
 	if d.Draft != nil {
 		p := *d.Draft
 		p.ID, p.Type = d.ID, d.Type
-		detail := toDetail(p, nil)
-		e.Draft = &detail
+		pins := p.RelatedIDs
+		if pins == nil {
+			pins = []string{}
+		}
+		e.Draft = &draftDetail{documentDetail: toDetail(p, nil), RelatedIDs: pins}
 	}
 	return e
 }

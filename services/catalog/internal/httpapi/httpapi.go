@@ -72,6 +72,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	httpx.GET(r, "/bo/documents/:id/download", h.download(true))
 	b.POST("/bo/documents/:id/restore", h.restore)
 	h.registerEditorial(b)
+	h.registerImport(b)
 
 	httpx.GET(b, "/internal/media-usage/:id", h.mediaUsage)
 }
@@ -303,6 +304,8 @@ func fail(c *gin.Context, err error) {
 			return p
 		case errors.Is(err, document.ErrNoFile):
 			return problem.New(http.StatusNotFound, "no_file", fmt.Sprintf("document '%s' has no file to download", id))
+		case errors.Is(err, document.ErrImportConflict):
+			return problem.Conflict("import_conflict", err.Error())
 		case errors.Is(err, document.ErrConflict):
 			return problem.Conflict("conflict", "another write to this document has been under way for too long; try again")
 		case errors.Is(err, library.ErrBadCursor):

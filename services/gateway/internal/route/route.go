@@ -192,5 +192,13 @@ func table() []Route {
 		{"GET", "/bo/webhooks/:id/deliveries", Webhook, NoBody},
 		{"POST", "/bo/webhooks/:id/deliveries/:delivery/retry", Webhook, NoBody},
 		{"GET", "/bo/webhook-event-types", Webhook, NoBody},
+
+		// doclib import: records written back as an export read them
+		{"PUT", "/bo/import/tags-categories/:id", Taxonomy, JSON},
+		{"PUT", "/bo/import/tags/:id", Taxonomy, JSON},
+		{"PUT", "/bo/import/config", Taxonomy, JSON},
+		{"PUT", "/bo/import/documents/:id", Catalog, JSON},
+		{"PUT", "/bo/import/documents/:id/revisions/:rev", Catalog, JSON},
+		{"PUT", "/bo/import/medias/:id", Media, Upload},
 	}
 }

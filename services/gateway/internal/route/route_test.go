@@ -56,6 +56,12 @@ func TestTable(t *testing.T) {
 		{"GET", "/bo/webhooks/:id/deliveries", wh, route.NoBody},
 		{"POST", "/bo/webhooks/:id/deliveries/:delivery/retry", wh, route.NoBody},
 		{"GET", "/bo/webhook-event-types", wh, route.NoBody},
+		{"PUT", "/bo/import/tags-categories/:id", tax, route.JSON},
+		{"PUT", "/bo/import/tags/:id", tax, route.JSON},
+		{"PUT", "/bo/import/config", tax, route.JSON},
+		{"PUT", "/bo/import/documents/:id", cat, route.JSON},
+		{"PUT", "/bo/import/documents/:id/revisions/:rev", cat, route.JSON},
+		{"PUT", "/bo/import/medias/:id", med, route.Upload},
 	}
 	for _, w := range want { // every GET answers HEAD too
 		if w.Method == "GET" {

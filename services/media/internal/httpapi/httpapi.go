@@ -102,6 +102,7 @@ func (h *Handler) Register(r gin.IRouter) {
 
 	httpx.GET(b, "/bo/medias", h.list)
 	r.POST("/bo/medias", h.changed, h.upload)
+	r.PUT("/bo/import/medias/:id", h.changed, h.importMedia)
 	httpx.GET(b, "/bo/medias/:id", h.adminMedia)
 	b.DELETE("/bo/medias/:id", h.changed, h.delete)
 	h.downloads(r, "/bo/medias/:id/download", privateCache)

@@ -44,23 +44,38 @@ var decodable = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 // and its unfinished parts removed, now or, should the storage be down, by
 // the sweep, which the upload's intent points to.
 func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Media, bool, error) {
-	br := bufio.NewReaderSize(r, sniffLen)
-	head, err := br.Peek(sniffLen)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return Media{}, false, s.bodyError(err)
+	br, mimeType, err := s.sniff(r)
+	if err != nil {
+		return Media{}, false, err
 	}
-	mimeType := detect(head)
-	if !slices.Contains(s.cfg.AllowedTypes, mimeType) {
-		return Media{}, false, &UnsupportedTypeError{Detected: mimeType, Allowed: s.cfg.AllowedTypes}
-	}
-
 	now := s.now()
 	by := identity.Name(ctx)
 	m := Media{ID: NewID(), Name: CleanName(filename), MimeType: mimeType, ObjectKey: newObjectKey(),
 		CreatedAt: now, UpdatedAt: now, CreatedBy: by, UpdatedBy: by}
+	return s.put(ctx, m, br, nil)
+}
+
+// sniff decides the type of the bytes from their start.
+func (s *Service) sniff(r io.Reader) (*bufio.Reader, string, error) {
+	br := bufio.NewReaderSize(r, sniffLen)
+	head, err := br.Peek(sniffLen)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, "", s.bodyError(err)
+	}
+	mimeType := detect(head)
+	if !slices.Contains(s.cfg.AllowedTypes, mimeType) {
+		return nil, "", &UnsupportedTypeError{Detected: mimeType, Allowed: s.cfg.AllowedTypes}
+	}
+	return br, mimeType, nil
+}
+
+// put streams the bytes of m to its object and stores its record; with
+// want (an import), the bytes must have want's size and digest, and a
+// media of the same bytes is answered only if it is want itself.
+func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Media) (Media, bool, error) {
 	key := m.ObjectKey
 	begin, cancel := context.WithTimeout(ctx, DBBudget)
-	err = s.store.Uploads().Begin(begin, key, now)
+	err := s.store.Uploads().Begin(begin, key, s.now())
 	cancel()
 	if err != nil {
 		return Media{}, false, err
@@ -73,17 +88,17 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 	}()
 
 	var src io.Reader = br
-	if s.cfg.StripMetadata && mimeType == "image/jpeg" {
+	if want == nil && s.cfg.StripMetadata && m.MimeType == "image/jpeg" { // imported bytes are stored ones
 		stripped := StripJPEG(br)
 		defer stripped.Close()
 		src = stripped
 	}
 	in := &meter{r: src, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
-	if slices.Contains(decodable, mimeType) {
+	if slices.Contains(decodable, m.MimeType) {
 		in.header = readHeader()
 		defer in.header.stop()
 	}
-	if err := s.blobs.Put(ctx, m.ObjectKey, mimeType, in); err != nil {
+	if err := s.blobs.Put(ctx, m.ObjectKey, m.MimeType, in); err != nil {
 		if in.err != nil { // the reader failed: that is the cause, not the storage
 			return Media{}, false, in.err
 		}
@@ -93,6 +108,9 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 		return Media{}, false, in.err
 	}
 	m.Size, m.SHA256 = in.n, hex.EncodeToString(in.h.Sum(nil))
+	if want != nil && (m.Size != want.Size || m.SHA256 != want.SHA256) {
+		return Media{}, false, &DigestError{Size: m.Size, SHA256: m.SHA256, Want: *want}
+	}
 	// The stream is over: what is left is database calls, bounded as one.
 	ctx, cancel = context.WithTimeout(ctx, DBBudget)
 	defer cancel()
@@ -103,6 +121,20 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 		}
 	}
 
+	if existing, stored, err := s.insert(ctx, m, want); !stored {
+		return existing, false, err
+	}
+	keep = true
+	if err := s.store.Uploads().End(ctx, key); err != nil {
+		// The record holds the object: the sweep only drops the intent.
+		s.log.WarnContext(ctx, "could not clear an upload's intent; the sweep will", "object_key", m.ObjectKey, "error", err)
+	}
+	return m, true, nil
+}
+
+// insert stores the record m; stored is false when it was not, with the
+// media already holding these bytes (or the error).
+func (s *Service) insert(ctx context.Context, m Media, want *Media) (Media, bool, error) {
 	switch err := s.store.Insert(ctx, m); {
 	case errors.Is(err, ErrDuplicate):
 		// These bytes are stored already (or were just now, by an upload
@@ -115,15 +147,12 @@ func (s *Service) Upload(ctx context.Context, filename string, r io.Reader) (Med
 			return Media{}, false, err
 		case existing.Deleting:
 			return Media{}, false, ErrSameBeingDeleted
+		case want != nil:
+			return existing, false, sameImport(existing, *want)
 		}
 		return existing, false, nil
 	case err != nil:
 		return Media{}, false, err
-	}
-	keep = true
-	if err := s.store.Uploads().End(ctx, key); err != nil {
-		// The record holds the object: the sweep only drops the intent.
-		s.log.WarnContext(ctx, "could not clear an upload's intent; the sweep will", "object_key", m.ObjectKey, "error", err)
 	}
 	return m, true, nil
 }

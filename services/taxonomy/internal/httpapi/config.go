@@ -34,6 +34,7 @@ func (h *Settings) Register(r gin.IRouter) {
 	httpx.GET(r, "/public/config", h.public)
 	httpx.GET(r, "/bo/config", h.admin)
 	r.PUT("/bo/config", h.put)
+	r.PUT("/bo/import/config", h.importConfig)
 }
 
 // The JSON shapes.

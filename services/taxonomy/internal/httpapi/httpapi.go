@@ -70,6 +70,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	r.POST("/bo/tags", h.changed, h.createTag)
 	r.PATCH("/bo/tags/:id", h.changed, h.renameTag)
 	r.DELETE("/bo/tags/:id", h.changed, h.deleteTag)
+	h.registerImport(r)
 
 	httpx.GET(r, "/internal/tags", h.lookupTags)
 }

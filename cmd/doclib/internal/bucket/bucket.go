@@ -1,0 +1,113 @@
+// Package bucket keeps archives in an S3 bucket (the chart's CronJob): an
+// export streams into one object, which appears only once complete (a
+// multipart upload is invisible until completed; one killed mid-way is
+// aborted by the next run), and only the newest Keep archives are kept.
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Config is where archives go, from the same S3 variables as the media
+// service (S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, S3_USE_TLS,
+// S3_REGION) plus the bucket and prefix of the archives.
+type Config struct {
+	Endpoint, AccessKey, SecretKey, Region string
+	UseTLS                                 bool
+	Bucket, Prefix                         string
+	Keep                                   int
+}
+
+// partSize bounds the memory of an upload of unknown length: minio-go
+// buffers one part.
+const partSize = 16 << 20
+
+// Store is a bucket of archives.
+type Store struct {
+	c   *minio.Client
+	cfg Config
+}
+
+// Open connects to the bucket (it must exist).
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure: cfg.UseTLS, Region: cfg.Region})
+	if err != nil {
+		return nil, err
+	}
+	ok, err := c.BucketExists(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("bucket %s does not exist", cfg.Bucket)
+	}
+	return &Store{c: c, cfg: cfg}, nil
+}
+
+// Name is the object name of an archive begun at t: names sort by time.
+func (s *Store) Name(t time.Time, compressed bool) string {
+	name := s.cfg.Prefix + "doclib-" + t.UTC().Format("20060102T150405Z") + ".tar"
+	if compressed {
+		name += ".zst"
+	}
+	return name
+}
+
+// Write streams what write produces into the object name; on any error the
+// upload is aborted and no object appears.
+func (s *Store) Write(ctx context.Context, name string, write func(io.Writer) error) error {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.c.PutObject(ctx, s.cfg.Bucket, name, pr, -1,
+			minio.PutObjectOptions{ContentType: "application/x-tar", PartSize: partSize})
+		pr.CloseWithError(err)
+		done <- err
+	}()
+	werr := write(pw)
+	pw.CloseWithError(werr)
+	perr := <-done
+	if werr != nil {
+		_ = s.c.RemoveIncompleteUpload(context.WithoutCancel(ctx), s.cfg.Bucket, name)
+		return werr
+	}
+	return perr
+}
+
+// Prune removes all but the newest Keep archives, and multipart uploads
+// an earlier run left unfinished (an exporter killed mid-way). It returns
+// the names removed.
+func (s *Store) Prune(ctx context.Context) ([]string, error) {
+	var names []string
+	for obj := range s.c.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.cfg.Prefix + "doclib-"}) {
+		if obj.Err != nil {
+			return nil, obj.Err
+		}
+		if !strings.Contains(strings.TrimPrefix(obj.Key, s.cfg.Prefix), "/") {
+			names = append(names, obj.Key)
+		}
+	}
+	for up := range s.c.ListIncompleteUploads(ctx, s.cfg.Bucket, s.cfg.Prefix+"doclib-", true) {
+		if up.Err == nil && time.Since(up.Initiated) > time.Hour { // not a run going on now
+			_ = s.c.RemoveIncompleteUpload(ctx, s.cfg.Bucket, up.Key)
+		}
+	}
+	slices.Sort(names)
+	var removed []string
+	for len(names) > s.cfg.Keep {
+		if err := s.c.RemoveObject(ctx, s.cfg.Bucket, names[0], minio.RemoveObjectOptions{}); err != nil {
+			return removed, err
+		}
+		removed, names = append(removed, names[0]), names[1:]
+	}
+	return removed, nil
+}

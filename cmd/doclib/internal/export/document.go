@@ -1,0 +1,262 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/doclib/cmd/doclib/internal/archive"
+	"github.com/doclib/cmd/doclib/internal/client"
+	"github.com/doclib/cmd/doclib/internal/library"
+)
+
+// errGone is a document that no longer exists (purged since it was listed).
+var errGone = errors.New("gone")
+
+// document writes the document id, after everything it names, unless it
+// was written already; errGone when it no longer exists.
+func (e *Exporter) document(ctx context.Context, id string) error {
+	if e.docs[id] {
+		return nil
+	}
+	e.docs[id] = true
+	deadline := time.Now().Add(e.Retry)
+	for {
+		detail, version, refs, err := e.readDocument(ctx, id)
+		if errors.Is(err, client.ErrNotFound) {
+			delete(e.docs, id)
+			return errGone
+		}
+		if err != nil {
+			return err
+		}
+		missing, err := e.resolve(ctx, refs)
+		if err != nil {
+			return err
+		}
+		if missing == "" {
+			return e.writeDocument(ctx, id, detail, version)
+		}
+		if time.Now().After(deadline) {
+			return e.repair(ctx, id, detail, version)
+		}
+		e.log.Info("a reference of a document disappeared; reading it again", "document", id, "missing", missing)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (e *Exporter) readDocument(ctx context.Context, id string) (json.RawMessage, int64, library.Refs, error) {
+	detail, err := e.c.Get(ctx, "/bo/documents/"+id+"/detail")
+	if err != nil {
+		return nil, 0, library.Refs{}, fmt.Errorf("document %s: %w", id, err)
+	}
+	refs, err := library.DocumentRefs(detail)
+	if err != nil {
+		return nil, 0, library.Refs{}, fmt.Errorf("document %s: %w", id, err)
+	}
+	var v struct {
+		Version int64 `json:"version"`
+	}
+	_ = json.Unmarshal(detail, &v)
+	return detail, v.Version, refs, nil
+}
+
+// resolve makes sure everything refs names is in the archive (or will be,
+// for reference data): it returns the first reference that is gone.
+func (e *Exporter) resolve(ctx context.Context, refs library.Refs) (string, error) {
+	for _, t := range refs.Tags {
+		if _, ok := e.tags[t]; ok {
+			continue
+		}
+		if err := e.readTaxonomy(ctx); err != nil {
+			return "", err
+		}
+		if _, ok := e.tags[t]; !ok {
+			return "tag " + t, nil
+		}
+	}
+	for _, m := range refs.Media {
+		if _, ok := e.media[m]; ok {
+			continue
+		}
+		rec, err := e.c.Get(ctx, "/bo/medias/"+m)
+		if errors.Is(err, client.ErrNotFound) {
+			return "media " + m, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("media %s: %w", m, err)
+		}
+		if ok, err := e.writeMedia(ctx, rec); err != nil || !ok {
+			return "media " + m, err
+		}
+	}
+	for _, d := range refs.Documents {
+		if err := e.document(ctx, d); errors.Is(err, errGone) {
+			return "document " + d, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// writeDocument reads the revisions up to version (a write since the
+// detail was read may have added some) and writes the entry.
+func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.RawMessage, version int64) error {
+	revs, err := e.revisions(ctx, id, version)
+	if errors.Is(err, client.ErrNotFound) {
+		delete(e.docs, id)
+		return errGone
+	}
+	if err != nil {
+		return fmt.Errorf("document %s: %w", id, err)
+	}
+	raw, err := json.Marshal(library.Document{Document: detail, Revisions: revs})
+	if err != nil {
+		return err
+	}
+	e.revisionCount += len(revs)
+	return e.w.WriteBytes(archive.DocumentEntry(id), raw)
+}
+
+// revisions returns the revisions of id up to version, oldest first.
+func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
+	var versions []int64
+	path := "/bo/documents/" + id + "/revisions?limit=200"
+	for {
+		raw, err := e.c.Get(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Revisions []struct {
+				Version int64 `json:"version"`
+			} `json:"revisions"`
+			NextBefore int64 `json:"nextBefore"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, err
+		}
+		for _, r := range page.Revisions {
+			if r.Version <= version {
+				versions = append(versions, r.Version)
+			}
+		}
+		if page.NextBefore == 0 || len(page.Revisions) == 0 {
+			break
+		}
+		path = "/bo/documents/" + id + "/revisions?limit=200&before=" + strconv.FormatInt(page.NextBefore, 10)
+	}
+	slices.Sort(versions)
+	out := make([]json.RawMessage, 0, len(versions))
+	for _, v := range versions {
+		raw, err := e.c.Get(ctx, "/bo/documents/"+id+"/revisions/"+strconv.FormatInt(v, 10))
+		if errors.Is(err, client.ErrNotFound) {
+			continue // pruned by REVISION_RETENTION meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// writeReferenceData writes categories, tags, settings and media records.
+func (e *Exporter) writeReferenceData(settings []byte) error {
+	lines := func(ids []string, recs map[string]json.RawMessage) []byte {
+		var out bytes.Buffer
+		for _, id := range ids {
+			_ = json.Compact(&out, recs[id]) // valid JSON: it was decoded
+			out.WriteByte('\n')
+		}
+		return out.Bytes()
+	}
+	for _, entry := range []struct {
+		path string
+		raw  []byte
+	}{
+		{archive.CategoriesPath, lines(e.catIDs, e.categories)},
+		{archive.TagsPath, lines(e.tagIDs, e.tags)},
+		{archive.SettingsPath, settings},
+		{archive.MediaPath, lines(e.mediaIDs, e.media)},
+	} {
+		if err := e.w.WriteBytes(entry.path, entry.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repair writes a document whose references are still gone after Retry
+// (the catalog has not applied their deletions yet, e.g. under load)
+// without them, as the catalog will have it once it has: a tag, media or
+// pinned document deleted is dropped from it (a PDF's file too). The
+// manifest counts such documents (repaired).
+func (e *Exporter) repair(ctx context.Context, id string, detail json.RawMessage, version int64) error {
+	var doc map[string]any
+	if err := json.Unmarshal(detail, &doc); err != nil {
+		return fmt.Errorf("document %s: %w", id, err)
+	}
+	var dropped []string
+	for _, d := range []map[string]any{doc, asObject(doc["draft"])} {
+		if d == nil {
+			continue
+		}
+		dropped = append(dropped, e.dropMissing(d)...)
+	}
+	fixed, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	e.log.Warn("a document named records deleted meanwhile; the archive holds it without them, as the catalog will",
+		"document", id, "dropped", dropped)
+	e.repaired++
+	return e.writeDocument(ctx, id, fixed, version)
+}
+
+func asObject(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// dropMissing removes from one document's fields the ids the archive will
+// not hold.
+func (e *Exporter) dropMissing(d map[string]any) []string {
+	var dropped []string
+	keep := func(field string, has func(string) bool) {
+		list, _ := d[field].([]any)
+		out := []any{}
+		for _, v := range list {
+			if s, _ := v.(string); has(s) {
+				out = append(out, v)
+			} else {
+				dropped = append(dropped, field+":"+s)
+			}
+		}
+		if _, ok := d[field]; ok {
+			d[field] = out
+		}
+	}
+	hasTag := func(s string) bool { _, ok := e.tags[s]; return ok }
+	hasMedia := func(s string) bool { _, ok := e.media[s]; return ok }
+	keep("tagsIds", hasTag)
+	keep("imagesIds", hasMedia)
+	keep("relatedIds", func(s string) bool { return e.docs[s] })
+	if f := asObject(d["file"]); f != nil {
+		if s, _ := f["id"].(string); !hasMedia(s) {
+			delete(d, "file")
+			dropped = append(dropped, "file:"+s)
+		}
+	}
+	return dropped
+}

@@ -1,0 +1,194 @@
+package restore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"strconv"
+
+	"github.com/doclib/cmd/doclib/internal/archive"
+	"github.com/doclib/cmd/doclib/internal/client"
+	"github.com/doclib/cmd/doclib/internal/library"
+)
+
+// put sends one import and counts it; a conflict is an error naming the
+// entry unless merging.
+func (in *Importer) put(ctx context.Context, entry, kind, id, path string, body *client.Body) error {
+	resp, err := in.c.Do(ctx, http.MethodPut, path, body)
+	var se *client.StatusError
+	if errors.As(err, &se) && se.Status == http.StatusConflict && bytes.Contains([]byte(se.Body), []byte(`"import_conflict"`)) {
+		if !in.merge {
+			return fmt.Errorf("entry %s: %s %s exists and differs: %w", entry, kind, id, err)
+		}
+		in.result.count(kind, 0, true, id)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	in.result.count(kind, resp.StatusCode, false, id)
+	return nil
+}
+
+// referenceData writes categories, tags and (unless merging: the target's
+// stay) settings.
+func (in *Importer) referenceData(ctx context.Context, contents library.Contents) error {
+	for _, l := range []struct {
+		kind  archive.Kind
+		entry string
+		name  string
+		route string
+	}{
+		{archive.KindCategories, archive.CategoriesPath, "category", "/bo/import/tags-categories/"},
+		{archive.KindTags, archive.TagsPath, "tag", "/bo/import/tags/"},
+	} {
+		err := eachRecord(contents.Raw[l.kind], func(id string, raw []byte) error {
+			return in.put(ctx, l.entry, l.name, id, l.route+id, client.JSON(raw))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	settings := contents.Raw[archive.KindSettings]
+	var s struct {
+		UpdatedAt string `json:"updatedAt"`
+	}
+	if in.merge || json.Unmarshal(settings, &s) != nil || s.UpdatedAt == "" {
+		return nil // never set where it came from: the target's default stays
+	}
+	return in.put(ctx, archive.SettingsPath, "settings", "", "/bo/import/config", client.JSON(settings))
+}
+
+// eachRecord calls fn with the id and bytes of every line of a JSON Lines
+// entry (Verify checked every line has an id).
+func eachRecord(raw []byte, fn func(id string, raw []byte) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64<<10), archive.MaxJSONEntry)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var r struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		if err := fn(r.ID, bytes.Clone(line)); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// entries imports each media file and document as the archive holds them.
+func (in *Importer) entries(ctx context.Context, ar *archive.Reader, contents library.Contents) error {
+	records := map[string][]byte{}
+	if err := eachRecord(contents.Raw[archive.KindMediaRecords], func(id string, raw []byte) error {
+		records[id] = raw
+		return nil
+	}); err != nil {
+		return err
+	}
+	for {
+		f, err := ar.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch f.Kind {
+		case archive.KindMediaFile:
+			err = in.media(ctx, f, records[f.ID])
+		case archive.KindDocument:
+			err = in.document(ctx, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (in *Importer) document(ctx context.Context, f *archive.File) error {
+	raw, err := f.Bytes()
+	if err != nil {
+		return err
+	}
+	var d library.Document
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return fmt.Errorf("entry %s: %w", f.Path, err)
+	}
+	base := "/bo/import/documents/" + f.ID
+	for _, rev := range d.Revisions {
+		var r struct {
+			Version int64 `json:"version"`
+		}
+		if err := json.Unmarshal(rev, &r); err != nil {
+			return fmt.Errorf("entry %s: a revision: %w", f.Path, err)
+		}
+		v := strconv.FormatInt(r.Version, 10)
+		if err := in.put(ctx, f.Path, "revision", f.ID+"/"+v, base+"/revisions/"+v, client.JSON(rev)); err != nil {
+			return err
+		}
+	}
+	return in.put(ctx, f.Path, "document", f.ID, base, client.JSON(d.Document))
+}
+
+// media streams a media file with its record as one multipart request,
+// never holding the bytes: a request that fails is not sent again (the
+// bytes are read once); the import stops naming the entry and a new run
+// resumes (what was stored answers 200 at once).
+func (in *Importer) media(ctx context.Context, f *archive.File, record []byte) error {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	done := make(chan error, 1)
+	go func() { done <- writeMediaForm(pw, mw, record, f) }()
+	body := &client.Body{ContentType: mw.FormDataContentType(), Once: true,
+		Open: func() (io.Reader, error) { return pr, nil }}
+	err := in.put(ctx, f.Path, "media", f.ID, "/bo/import/medias/"+f.ID, body)
+	pr.CloseWithError(errors.New("the request is over")) // the server may answer before reading it all (200)
+	werr := <-done
+	if err != nil {
+		return err
+	}
+	if werr != nil && f.Err() != nil {
+		return f.Err() // the archive itself failed (a changed byte after verify)
+	}
+	return nil
+}
+
+func writeMediaForm(pw *io.PipeWriter, mw *multipart.Writer, record []byte, f *archive.File) error {
+	err := func() error {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="record"`)
+		h.Set("Content-Type", "application/json")
+		part, err := mw.CreatePart(h)
+		if err != nil {
+			return err
+		}
+		if _, err := part.Write(record); err != nil {
+			return err
+		}
+		file, err := mw.CreateFormFile("file", f.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(file, f); err != nil {
+			return err
+		}
+		return mw.Close()
+	}()
+	pw.CloseWithError(err)
+	return err
+}

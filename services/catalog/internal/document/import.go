@@ -1,0 +1,141 @@
+package document
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/doclib/libs/validation"
+)
+
+// ErrImportConflict is an import of a document whose id exists with other
+// content: an import never changes what is there (doclib's merge rule).
+var ErrImportConflict = errors.New("a document with this id exists and differs from the imported one")
+
+// WhyImport is the change of an imported document with no revision left
+// to say what its last write was.
+const WhyImport = "import"
+
+// Import stores d as an export read it: id, dates, authors, version,
+// status, pending changes, schedule, deleted or not (`doclib import`). Its
+// tags and media must exist (they are imported first), as for any write;
+// its pins are not checked, since the documents it pins may come later in
+// the archive (doclib verify checked they are in it). created reports
+// whether it was stored: the same document again changes nothing (false),
+// another document under its id is ErrImportConflict. An import announces
+// nothing (no event): a create never does, deleted or not.
+func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error) {
+	if err := checkImport(d); err != nil {
+		return Document{}, false, err
+	}
+	if got, err := s.store.Get(ctx, d.ID); err == nil {
+		return got, false, sameImport(got, d)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Document{}, false, err
+	}
+	d.Change = Change{By: d.UpdatedBy, At: d.UpdatedAt, Why: WhyImport}
+	if r, err := s.store.GetRevision(ctx, d.ID, d.Version); err == nil {
+		d.Change = r.Change // its last write, as its revision says
+	}
+	stored, err := s.store.Create(ctx, d.ID, d.Refs(), func(nd *Document) error {
+		checked, err := s.importRefs(ctx, d)
+		if err != nil {
+			return err
+		}
+		*nd = checked
+		return nil
+	})
+	if err != nil {
+		if got, gerr := s.store.Get(ctx, d.ID); gerr == nil { // imported meanwhile
+			return got, false, sameImport(got, d)
+		}
+		return Document{}, false, err
+	}
+	return stored, true, nil
+}
+
+// ImportRevision stores a revision as given; the same one again is a
+// no-op. Revisions are imported before their document.
+func (s *Service) ImportRevision(ctx context.Context, r Revision) error {
+	var errs validation.Errors
+	if r.Version < 1 {
+		errs.Add("version", "must be 1 or more")
+	}
+	if r.Doc.ID != r.DocumentID || !r.Doc.Type.Valid() {
+		errs.Add("document", "must be a document of this id with a type")
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	return s.store.PutRevisions(ctx, []Revision{r})
+}
+
+func checkImport(d Document) error {
+	var errs validation.Errors
+	if !d.Type.Valid() {
+		errs.Add("type", "must be one of PDF, LINK, MARKDOWN, HTML")
+	}
+	if d.Title == "" {
+		errs.Add("title", "is required")
+	}
+	if d.CreatedAt.IsZero() || d.UpdatedAt.Before(d.CreatedAt) {
+		errs.Add("updatedAt", "createdAt and updatedAt are required, in order")
+	}
+	if d.Version < 1 {
+		errs.Add("version", "must be 1 or more")
+	}
+	if d.Status != Published && d.Status != Draft {
+		errs.Add("status", "must be published or draft")
+	}
+	return errs.Err()
+}
+
+// importRefs checks that the tags and media d and its pending changes name
+// exist, and records when each tag was created, as a write does.
+func (s *Service) importRefs(ctx context.Context, d Document) (Document, error) {
+	d = d.Clone()
+	var errs validation.Errors
+	if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
+		return Document{}, err
+	}
+	if d.Draft != nil {
+		if err := checkRefs(ctx, s.refs, d.Draft, &errs); err != nil {
+			return Document{}, err
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return Document{}, err
+	}
+	d.Seq, d.DeletedSeq, d.RevisionPending = 0, 0, false
+	return d, nil
+}
+
+// sameImport is nil when stored is the imported document (what the store
+// adds aside), ErrImportConflict otherwise.
+func sameImport(stored, imported Document) error {
+	if reflect.DeepEqual(normImport(stored), normImport(imported)) {
+		return nil
+	}
+	return ErrImportConflict
+}
+
+// normImport drops what the store adds and what a round trip through it
+// may change (nil or empty lists, a date's location).
+func normImport(d Document) Document {
+	d = d.Clone()
+	d.Seq, d.DeletedSeq, d.RevisionPending, d.TagSince, d.Change = 0, 0, false, nil, Change{}
+	for _, s := range []*[]string{&d.TagsIDs, &d.Sources, &d.ImagesIDs, &d.RelatedIDs} {
+		if len(*s) == 0 {
+			*s = nil
+		}
+	}
+	for _, t := range []*time.Time{&d.CreatedAt, &d.UpdatedAt, &d.DeletedAt, &d.PurgedAt, &d.PublishedAt, &d.PublishAt, &d.UnpublishAt} {
+		*t = t.UTC()
+	}
+	if d.Draft != nil {
+		p := normImport(*d.Draft)
+		d.Draft = &p
+	}
+	return d
+}
