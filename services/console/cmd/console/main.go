@@ -49,6 +49,7 @@ type settings struct {
 	origin      *url.URL
 	sessionTTL  time.Duration
 	tokenSignIn bool
+	maxUpload   int64
 }
 
 func load(env *config.Env) (settings, error) {
@@ -62,6 +63,7 @@ func load(env *config.Env) (settings, error) {
 		origin:      env.URL("CONSOLE_ORIGIN", ""),
 		sessionTTL:  env.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
 		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
+		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
 	}
 	if s.apiURL == nil {
 		env.Check("CONSOLE_API_URL", errors.New("is required: the gateway's admin listener, e.g. http://gateway:8090"))
@@ -116,7 +118,9 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	health.Register(engine)
 	metrics.Register(engine) // the service's own port; the gateway forwards /console/ only
-	engine.Use(pages.Headers)
+	// A form carries at most one upload of the gateway's largest media
+	// (MEDIA_MAX_UPLOAD_SIZE) and the document's fields.
+	engine.Use(pages.Headers, pages.LimitBody(cfg.maxUpload+1<<20))
 	p.Register(engine)
 	h, err := pages.CrossOrigin(engine, []string{cfg.origin.Scheme + "://" + cfg.origin.Host})
 	if err != nil {
@@ -124,4 +128,3 @@ func run(ctx context.Context) error {
 	}
 	return httpx.Serve(ctx, log, cfg.server, h, health)
 }
-

@@ -43,3 +43,14 @@ func CrossOrigin(h http.Handler, trusted []string) (http.Handler, error) {
 	}))
 	return cop.Handler(h), nil
 }
+
+// LimitBody caps request bodies at n bytes: a larger form is refused by
+// the form parser, and the page says the file is too large.
+func LimitBody(n int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.Body != nil {
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+		}
+		c.Next()
+	}
+}

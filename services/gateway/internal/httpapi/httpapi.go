@@ -158,7 +158,13 @@ var routeKinds = func() map[string]route.Kind {
 
 // kindOf is the body kind of the route c matched; a request that matched
 // none of the table's routes (health, reference, 404, 405) takes no body.
+// The console's forms (sign-in, documents with a file picked) are read
+// as uploads are: at least the upload rate, within the read timeout; the
+// console caps their size itself.
 func kindOf(c *gin.Context) (route.Kind, bool) {
+	if p := c.FullPath(); p == ConsolePath || p == ConsolePath+"/*page" {
+		return route.Upload, true
+	}
 	k, ok := routeKinds[c.Request.Method+" "+c.FullPath()]
 	return k, ok
 }

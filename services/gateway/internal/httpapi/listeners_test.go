@@ -235,15 +235,23 @@ func TestConsoleOnAdminListenerOnly(t *testing.T) {
 	t.Parallel()
 	h := start(t, options{console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Cookie("doclib_console")
+		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte("console " + r.Method + " " + r.URL.Path + " " + c.String()))
+		_, _ = w.Write([]byte("console " + r.Method + " " + r.URL.Path + " " + c.String() + " " + string(body)))
 	})})
-	for _, tc := range []struct{ method, path string }{
-		{http.MethodGet, "/console"}, {http.MethodGet, "/console/"}, {http.MethodPost, "/console/documents/x1/delete"},
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/console", ""}, {http.MethodGet, "/console/", ""}, {http.MethodPost, "/console/sign-in", "token=t1"},
 	} {
-		res := send(t, h.url, tc.method, tc.path, "Cookie", "doclib_console=s1")
+		req, _ := http.NewRequest(tc.method, h.url+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Cookie", "doclib_console=s1")
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		body, _ := io.ReadAll(res.Body)
-		want := "console " + tc.method + " " + tc.path + " doclib_console=s1"
+		res.Body.Close()
+		want := "console " + tc.method + " " + tc.path + " doclib_console=s1 " + tc.body
 		if res.StatusCode != http.StatusOK || string(body) != want {
 			t.Errorf("admin %s %s = %d %q, want 200 %q", tc.method, tc.path, res.StatusCode, body, want)
 		}
