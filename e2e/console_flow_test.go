@@ -124,6 +124,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 			t.Errorf("relatedIds = %v, want [%s]", d.RelatedIds, docs["MARKDOWN"])
 		}
 	})
+	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })
 	t.Run("another deployment's cookie signs nobody in", func(t *testing.T) { foreignCookie(t, st) })
@@ -251,4 +252,34 @@ func notice(words string) chromedp.Action[chromedp.Void] {
 			}
 		}
 	})
+}
+
+// failedSaves: a 422 shows the API's words next to the field and the form
+// with what was typed; so does a 412 (someone else saved in between).
+func failedSaves(t *testing.T, b *browser, st *Stack, admin, linkID string) {
+	b.run(t, "create with a bad URL", chromedp.Navigate(admin+"/documents/new?type=LINK"), chromedp.WaitVisible(chromedp.ID("title")),
+		chromedp.SendKeys(chromedp.ID("title"), "Typed title"), chromedp.SetValue(chromedp.ID("url"), "not a url"),
+		chromedp.Submit(chromedp.ID("title")), chromedp.WaitVisible(chromedp.ID("url-error")))
+	if title := get(t, b, "title", chromedp.Value(chromedp.ID("title"))); title != "Typed title" {
+		t.Errorf("after a 422 the title holds %q, want what was typed", title)
+	}
+	if msg := get(t, b, "url error", chromedp.Text(chromedp.ID("url-error"))); msg == "" {
+		t.Error("no message next to the url field")
+	}
+	b.run(t, "open the LINK", chromedp.Navigate(admin+"/documents/"+linkID), chromedp.WaitVisible(chromedp.ID("title")))
+	var d map[string]any
+	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
+	st.Must("PATCH", "/bo/documents/"+linkID, map[string]any{"type": "LINK", "title": "Changed in another tab",
+		"url": "https://example.org/other", "tagsIds": d["tagsIds"]}, 200)
+	b.run(t, "save over it", chromedp.SetValue(chromedp.ID("title"), "Mine"), chromedp.Submit(chromedp.ID("title")),
+		chromedp.WaitVisible(chromedp.CSS(".error")))
+	if title := get(t, b, "title", chromedp.Value(chromedp.ID("title"))); title != "Mine" {
+		t.Errorf("after a 412 the title holds %q, want what was typed", title)
+	}
+	if msg := get(t, b, "error", chromedp.Text(chromedp.CSS(".error"))); !strings.Contains(msg, "Someone changed this document") {
+		t.Errorf("after a 412 the page says %q", msg)
+	}
+	// Put the title back for the checks that follow.
+	st.Must("PATCH", "/bo/documents/"+linkID, map[string]any{"type": "LINK", "title": xssTitle,
+		"url": "https://example.org/a", "tagsIds": d["tagsIds"]}, 200)
 }

@@ -65,12 +65,7 @@ func load(env *config.Env) (settings, error) {
 		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
 		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
 	}
-	if s.apiURL == nil {
-		env.Check("CONSOLE_API_URL", errors.New("is required: the gateway's admin listener, e.g. http://gateway:8090"))
-	}
-	if s.origin == nil {
-		env.Check("CONSOLE_ORIGIN", errors.New("is required: the scheme and host browsers reach the console at, e.g. https://admin.example.org"))
-	} else if s.origin.Path != "" && s.origin.Path != "/" {
+	if s.origin != nil && s.origin.Path != "" && s.origin.Path != "/" {
 		env.Check("CONSOLE_ORIGIN", errors.New("must be an origin (scheme and host), without a path"))
 	}
 	if s.sessionTTL < time.Minute {

@@ -69,7 +69,7 @@ func loadConfig(env *config.Env) Config {
 			route.Media:    env.URL("MEDIA_URL", ""),
 			route.Webhook:  env.URL("WEBHOOK_URL", ""),
 		},
-		ConsoleURL:      env.URL("CONSOLE_URL", ""),
+		ConsoleURL:      env.OptionalURL("CONSOLE_URL"),
 		OIDCIssuer:      env.String("OIDC_ISSUER_URL", ""),
 		OIDCAudience:    env.String("OIDC_AUDIENCE", ""),
 		OIDCRoleClaim:   env.String("OIDC_ROLE_CLAIM", "roles"),
