@@ -8,7 +8,7 @@ SHELL      := /bin/bash
 GO         ?= go
 ROOT       := $(CURDIR)
 BIN        := $(ROOT)/.bin
-SERVICES   := taxonomy catalog media webhook gateway
+SERVICES   := taxonomy catalog media webhook console gateway
 # MinIO has no tagged Go module versions; this pseudo-version is the
 # RELEASE.2026-02-12 source, built from the module proxy (about 5 minutes on
 # 2 cores the first time, cached after).

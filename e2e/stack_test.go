@@ -72,7 +72,7 @@ func buildServices(t testing.TB) string {
 			binErr = err
 			return
 		}
-		for _, s := range []string{"taxonomy", "catalog", "media", "webhook", "gateway"} {
+		for _, s := range []string{"taxonomy", "catalog", "media", "webhook", "console", "gateway"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, s), "./services/"+s+"/cmd/"+s)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -106,7 +106,7 @@ type Stack struct {
 }
 
 // order is the start order; the gateway last.
-var order = []string{"taxonomy", "media", "catalog", "webhook", "gateway"}
+var order = []string{"taxonomy", "media", "catalog", "webhook", "console", "gateway"}
 
 // gatewayAdmin names the gateway's second address (its admin listener).
 const gatewayAdmin = "gateway-admin"
@@ -156,8 +156,10 @@ func newStack(t testing.TB, extra map[string][]string, logDir string) *Stack {
 		// Tests start their receivers on loopback, over plain http.
 		"webhook": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "wh", "NATS_URL=" + natsURL,
 			"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128"},
+		// The back-office console, served at /console/ on the admin listener.
+		"console": {"CONSOLE_API_URL=" + url(gatewayAdmin), "CONSOLE_ORIGIN=" + url(gatewayAdmin), "CONSOLE_TOKEN_SIGNIN=true"},
 		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),
-			"WEBHOOK_URL=" + url("webhook"),
+			"WEBHOOK_URL=" + url("webhook"), "CONSOLE_URL=" + url("console"),
 			"BO_API_TOKENS=" + TokenName + ":editor:" + Token + "," + ViewerName + ":viewer:" + ViewerToken,
 			"SHUTDOWN_DRAIN_DELAY=0s", "PUBLIC_ADDR=" + st.addrs["gateway"], "ADMIN_ADDR=" + st.addrs[gatewayAdmin],
 			"CORS_ALLOWED_ORIGINS=" + BackOfficeOrigin},

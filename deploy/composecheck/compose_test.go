@@ -19,7 +19,7 @@ const root = "../.."
 // The containers of compose.yaml: backing servers and the four services.
 var (
 	backing  = []string{"minio", "mongo", "nats"}
-	services = []string{"catalog", "gateway", "media", "taxonomy", "webhook"}
+	services = []string{"catalog", "console", "gateway", "media", "taxonomy", "webhook"}
 )
 
 // pinnedTag is a full version (1.26.8, 8.0.20, 2.15.2-alpine, RELEASE...),

@@ -192,6 +192,16 @@ func (e *Env) URL(key, def string) *url.URL {
 	return u
 }
 
+// OptionalURL returns key as an absolute http(s) URL, or nil when unset
+// or empty (an optional part, such as the gateway's console).
+func (e *Env) OptionalURL(key string) *url.URL {
+	if v, ok := e.raw(key); !ok || v == "" {
+		e.show(key, "")
+		return nil
+	}
+	return e.URL(key, "")
+}
+
 // Check records err, if any, against key: for rules across several values.
 func (e *Env) Check(key string, err error) {
 	if err != nil {

@@ -104,3 +104,19 @@ func TestAttrsMaskSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestOptionalURL(t *testing.T) {
+	e := FromMap(map[string]string{"SET": "http://console:8085", "EMPTY": "", "BAD": "console:8085"})
+	if u := e.OptionalURL("SET"); u == nil || u.Host != "console:8085" {
+		t.Errorf("OptionalURL(SET) = %v", u)
+	}
+	if e.OptionalURL("UNSET") != nil || e.OptionalURL("EMPTY") != nil {
+		t.Error("an unset or empty optional URL is not nil")
+	}
+	if e.OptionalURL("BAD") != nil {
+		t.Error("a URL without a scheme was accepted")
+	}
+	if err := e.Err(); err == nil || !strings.Contains(err.Error(), "BAD") || strings.Contains(err.Error(), "UNSET") {
+		t.Errorf("Err = %v, want BAD only", err)
+	}
+}

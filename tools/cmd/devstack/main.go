@@ -1,7 +1,7 @@
 // Command devstack runs the whole document library on one machine for
 // development (`make dev`): FerretDB, NATS with JetStream and MinIO as the
 // backing servers (unless MONGODB_URI, NATS_URL or S3_ENDPOINT point to real
-// ones), then the five services, each as its own process on loopback. It
+// ones), then the six services, each as its own process on loopback. It
 // stays in the foreground until Ctrl-C, and stops everything when one part
 // fails. Data lives under .data/, so the next run resumes on it.
 package main
@@ -41,6 +41,7 @@ const (
 	catalogAddr  = "127.0.0.1:8082"
 	mediaAddr    = "127.0.0.1:8083"
 	webhookAddr  = "127.0.0.1:8084"
+	consoleAddr  = "127.0.0.1:8085" // reached through the admin listener's /console/
 	mongoAddr    = "127.0.0.1:27017"
 	natsAddr     = "127.0.0.1:4222"
 	minioAddr    = "127.0.0.1:9000"
@@ -87,12 +88,12 @@ func run(ctx context.Context) error {
 
 	mongoURI, natsURL, s3 := os.Getenv("MONGODB_URI"), os.Getenv("NATS_URL"), os.Getenv("S3_ENDPOINT")
 	tokens := envOr("BO_API_TOKENS", devTokens)
-	console, err := consoleAddr(os.Getenv("DEV_MINIO_CONSOLE_ADDR"))
+	console, err := minioConsoleAddr(os.Getenv("DEV_MINIO_CONSOLE_ADDR"))
 	if err != nil {
 		return err
 	}
 	// Every address first, so a port in use stops us before anything starts.
-	addrs := []string{gatewayAddr, adminAddr, taxonomyAddr, catalogAddr, mediaAddr, webhookAddr}
+	addrs := []string{gatewayAddr, adminAddr, taxonomyAddr, catalogAddr, mediaAddr, webhookAddr, consoleAddr}
 	if mongoURI == "" {
 		addrs = append(addrs, mongoAddr)
 	}
@@ -154,9 +155,13 @@ func run(ctx context.Context) error {
 		// A receiver on the developer's own machine works out of the box:
 		// plain http and loopback addresses are allowed here only.
 		{"webhook", webhookAddr, append([]string{"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128"}, common...)},
+		// The console calls /bo on the admin listener, which serves it at
+		// /console/; it signs in with the development tokens.
+		{"console", consoleAddr, []string{"CONSOLE_API_URL=http://" + adminAddr, "CONSOLE_ORIGIN=http://" + adminAddr,
+			"CONSOLE_TOKEN_SIGNIN=true", "LOG_LEVEL=" + envOr("LOG_LEVEL", "info")}},
 		{"gateway", gatewayAddr, []string{
 			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
-			"WEBHOOK_URL=http://" + webhookAddr,
+			"WEBHOOK_URL=http://" + webhookAddr, "CONSOLE_URL=http://" + consoleAddr,
 			"BO_API_TOKENS=" + tokens, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
 			"PUBLIC_ADDR=" + gatewayAddr, "ADMIN_ADDR=" + adminAddr, "IDENTITY_SIGNING_KEY=" + identityKey,
 			"CORS_ALLOWED_ORIGINS=" + envOr("CORS_ALLOWED_ORIGINS", devOrigins),
@@ -199,13 +204,14 @@ func run(ctx context.Context) error {
    Public API:        http://%[1]s/public/...     (the mobile app's listener)
    Back-office API:   http://%[2]s/bo/...         (admin listener; also serves /public)
    API reference:     http://%[1]s/docs
+   Console:           http://%[2]s/console/   (sign in with a token below)
    Tokens:            %[3]s
    Try:  curl http://%[1]s/public/tags-categories
          curl -H 'Authorization: Bearer dev-token' http://%[2]s/bo/documents
- Services: taxonomy %[4]s, catalog %[5]s, media %[6]s, webhook %[7]s
+ Services: taxonomy %[4]s, catalog %[5]s, media %[6]s, webhook %[7]s, console %[8]s
  Data in .data/ (delete it to start empty). Ctrl-C stops everything.
 ==================================================================
-`, gatewayAddr, adminAddr, describeTokens(tokens), taxonomyAddr, catalogAddr, mediaAddr, webhookAddr)
+`, gatewayAddr, adminAddr, describeTokens(tokens), taxonomyAddr, catalogAddr, mediaAddr, webhookAddr, consoleAddr)
 
 	// Wait for Ctrl-C or for any child to die.
 	died := make(chan *devserver.Process, len(st.procs))
@@ -241,9 +247,9 @@ func describeTokens(tokens string) string {
 	return "dev-token (editor), dev-viewer-token (viewer)"
 }
 
-// consoleAddr is where MinIO's console listens: DEV_MINIO_CONSOLE_ADDR
+// minioConsoleAddr is where MinIO's console listens: DEV_MINIO_CONSOLE_ADDR
 // (host:port) or 127.0.0.1:9001.
-func consoleAddr(v string) (string, error) {
+func minioConsoleAddr(v string) (string, error) {
 	if v == "" {
 		return minioConsole, nil
 	}

@@ -6,13 +6,13 @@ import "testing"
 // holds, like every other part of the stack that can be pointed elsewhere.
 func TestConsoleAddr(t *testing.T) {
 	for _, c := range []struct{ in, want string }{{"", "127.0.0.1:9001"}, {"127.0.0.1:9011", "127.0.0.1:9011"}} {
-		if got, err := consoleAddr(c.in); err != nil || got != c.want {
-			t.Errorf("consoleAddr(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		if got, err := minioConsoleAddr(c.in); err != nil || got != c.want {
+			t.Errorf("minioConsoleAddr(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
 	for _, bad := range []string{"9011", "127.0.0.1:", "localhost"} {
-		if _, err := consoleAddr(bad); err == nil {
-			t.Errorf("consoleAddr(%q) accepted", bad)
+		if _, err := minioConsoleAddr(bad); err == nil {
+			t.Errorf("minioConsoleAddr(%q) accepted", bad)
 		}
 	}
 }

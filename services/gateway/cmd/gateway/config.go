@@ -25,6 +25,9 @@ type Config struct {
 	PublicAddr, AdminAddr string
 	LogLevel              string
 	Upstreams             map[route.Upstream]*url.URL
+	// ConsoleURL is the console service, served at /console/ on the admin
+	// listener only; nil leaves the console out.
+	ConsoleURL *url.URL
 
 	// BOTokens are the static API tokens of the back-office (secret).
 	BOTokens      []auth.StaticToken
@@ -66,6 +69,7 @@ func loadConfig(env *config.Env) Config {
 			route.Media:    env.URL("MEDIA_URL", ""),
 			route.Webhook:  env.URL("WEBHOOK_URL", ""),
 		},
+		ConsoleURL:      env.OptionalURL("CONSOLE_URL"),
 		OIDCIssuer:      env.String("OIDC_ISSUER_URL", ""),
 		OIDCAudience:    env.String("OIDC_AUDIENCE", ""),
 		OIDCRoleClaim:   env.String("OIDC_ROLE_CLAIM", "roles"),
@@ -101,6 +105,9 @@ func loadConfig(env *config.Env) Config {
 		if u != nil && u.Path != "" && u.Path != "/" {
 			env.Check(strings.ToUpper(string(name))+"_URL", errors.New("must have no path: the gateway forwards the contract's paths as they are"))
 		}
+	}
+	if u := c.ConsoleURL; u != nil && u.Path != "" && u.Path != "/" {
+		env.Check("CONSOLE_URL", errors.New("must have no path: the gateway forwards /console/ as it is"))
 	}
 	if _, err := crossorigin.ParseOrigins(c.CORSOrigins); err != nil {
 		env.Check("CORS_ALLOWED_ORIGINS", err)

@@ -103,6 +103,10 @@ func run(ctx context.Context) error {
 		upstreams[name] = proxy.New(string(name), u, transport, log)
 		origins[name] = microcache.Origin{Target: u, Transport: transport, Fail: proxy.ErrorHandler(string(name), log)}
 	}
+	var console http.Handler
+	if cfg.ConsoleURL != nil {
+		console = proxy.New("console", cfg.ConsoleURL, transport, log)
+	}
 	var cache *microcache.Cache
 	if cfg.PublicCacheTTL > 0 {
 		cache = microcache.New(cfg.PublicCacheTTL, cacheLimits)
@@ -126,7 +130,7 @@ func run(ctx context.Context) error {
 		Log: log, Upstreams: upstreams, Cache: cache, Origins: origins,
 		Auth: authenticator, Signer: proof.NewSigner(cfg.IdentityKey), Limiter: limiter,
 		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins,
-		Reference: ref, BodyRead: cfg.BodyRead,
+		Reference: ref, BodyRead: cfg.BodyRead, Console: console,
 	})
 	if err != nil {
 		return err

@@ -46,6 +46,7 @@ type options struct {
 	failures        *ratelimit.Limiter
 	corsOrigins     []string
 	bodyRead        bodyread.Config
+	console         http.Handler // served at /console/ on the admin listener
 }
 
 type harness struct {
@@ -116,7 +117,7 @@ func start(t *testing.T, o options) *harness {
 		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Limiter: o.limiter,
 		Auth: authenticator, Signer: proof.NewSigner(identityKey),
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil), CORSOrigins: o.corsOrigins,
-		Reference: ref, BodyRead: o.bodyRead,
+		Reference: ref, BodyRead: o.bodyRead, Console: o.console,
 	})
 	if err != nil {
 		t.Fatal(err)

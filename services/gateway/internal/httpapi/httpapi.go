@@ -67,6 +67,9 @@ type Deps struct {
 	// TrustedProxies are the addresses (IPs or CIDRs) whose X-Forwarded-For
 	// is believed when finding the client IP; empty trusts none.
 	TrustedProxies []string
+	// Console serves the back-office console's pages (/console/**) on the
+	// admin listener only; nil leaves them out (404).
+	Console http.Handler
 }
 
 // Engines are the gateway's two listeners.
@@ -122,8 +125,16 @@ func New(d Deps) (Engines, error) {
 		}
 		admin.Handle(r.Method, r.Path, chain...)
 	}
+	if d.Console != nil {
+		// The console's own pages and forms, never on the public listener.
+		admin.Any(ConsolePath, forward(d.Console))
+		admin.Any(ConsolePath+"/*page", forward(d.Console))
+	}
 	return Engines{Public: public, Admin: admin}, nil
 }
+
+// ConsolePath is where the admin listener serves the console.
+const ConsolePath = "/console"
 
 func newEngine(d Deps, listener string) (*gin.Engine, error) {
 	log := d.Log.With("listener", listener)
@@ -147,7 +158,13 @@ var routeKinds = func() map[string]route.Kind {
 
 // kindOf is the body kind of the route c matched; a request that matched
 // none of the table's routes (health, reference, 404, 405) takes no body.
+// The console's forms (sign-in, documents with a file picked) are read
+// as uploads are: at least the upload rate, within the read timeout; the
+// console caps their size itself.
 func kindOf(c *gin.Context) (route.Kind, bool) {
+	if p := c.FullPath(); p == ConsolePath || p == ConsolePath+"/*page" {
+		return route.Upload, true
+	}
 	k, ok := routeKinds[c.Request.Method+" "+c.FullPath()]
 	return k, ok
 }

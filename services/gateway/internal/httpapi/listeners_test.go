@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -223,5 +224,37 @@ func TestAuthenticationFailureLimit(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; i < 50 && time.Now().Before(deadline); i++ {
 		decodeEcho(t, h2.do(t, "GET", "/bo/documents", token1, "", nil))
+	}
+}
+
+// TestConsoleOnAdminListenerOnly: the console's pages and forms reach the
+// console service through the admin listener, as they are (path, method,
+// body, cookies), without a bearer token (the console has its own
+// sessions); the public listener does not know them.
+func TestConsoleOnAdminListenerOnly(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Cookie("doclib_console")
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("console " + r.Method + " " + r.URL.Path + " " + c.String() + " " + string(body)))
+	})})
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/console", ""}, {http.MethodGet, "/console/", ""}, {http.MethodPost, "/console/sign-in", "token=t1"},
+	} {
+		req, _ := http.NewRequest(tc.method, h.url+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Cookie", "doclib_console=s1")
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := "console " + tc.method + " " + tc.path + " doclib_console=s1 " + tc.body
+		if res.StatusCode != http.StatusOK || string(body) != want {
+			t.Errorf("admin %s %s = %d %q, want 200 %q", tc.method, tc.path, res.StatusCode, body, want)
+		}
+		wantProblem(t, send(t, h.publicURL, tc.method, tc.path), http.StatusNotFound, "not_found")
 	}
 }

@@ -15,26 +15,12 @@ import (
 
 	"github.com/doclib/api"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/gateway/internal/reference"
 )
 
-// chromium finds Debian's Chromium (make test installs it: DEBS_TEST in
-// the Makefile). Without it the test is skipped, unless
-// DOCLIB_REQUIRE_BROWSER is set (make test sets it), so `make test` on a
-// clean clone always runs it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("DOCLIB_REQUIRE_BROWSER") != "" {
-		t.Fatal("Chromium is not installed: apt-get install chromium (as root), or run make test as root")
-	}
-	t.Skip("Chromium is not installed (apt-get install chromium); DOCLIB_REQUIRE_BROWSER makes this a failure")
-	return ""
-}
+// chromium finds Debian's Chromium, or skips the test (testkit.Chromium).
+func chromium(t *testing.T) string { return testkit.Chromium(t) }
 
 // render opens url in headless Chromium, lets its scripts run, and returns
 // the page's DOM. Background networking is off, so the page's own requests

@@ -1,0 +1,125 @@
+// Command console serves the back-office console: web pages under
+// /console/ (reached through the gateway's admin listener) with which
+// editors manage the library. It keeps no data: every page calls the
+// gateway's documented /bo API with the signed-in person's token.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/metrics"
+	"github.com/doclib/libs/shutdown"
+	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/services/console/internal/boclient"
+	"github.com/doclib/services/console/internal/pages"
+	"github.com/doclib/services/console/internal/session"
+)
+
+const service = "console"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, service+":", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	server   httpx.ServerConfig
+	logLevel string
+	// apiURL is the gateway's admin listener, which serves /bo.
+	apiURL     *url.URL
+	apiTimeout time.Duration
+	// origin is where browsers reach the console (the gateway's admin
+	// listener, or its ingress): form posts from it are not cross-origin
+	// although the proxy changes Host, and https there makes the session
+	// cookie Secure.
+	origin      *url.URL
+	sessionTTL  time.Duration
+	tokenSignIn bool
+	maxUpload   int64
+}
+
+func load(env *config.Env) (settings, error) {
+	s := settings{
+		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
+			Addr: ":8085", ReadTimeout: 10 * time.Minute, WriteTimeout: 10 * time.Minute,
+		}),
+		logLevel:    env.String("LOG_LEVEL", "info"),
+		apiURL:      env.URL("CONSOLE_API_URL", ""),
+		apiTimeout:  env.Duration("CONSOLE_API_TIMEOUT", 30*time.Second),
+		origin:      env.URL("CONSOLE_ORIGIN", ""),
+		sessionTTL:  env.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
+		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
+		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
+	}
+	if s.origin != nil && s.origin.Path != "" && s.origin.Path != "/" {
+		env.Check("CONSOLE_ORIGIN", errors.New("must be an origin (scheme and host), without a path"))
+	}
+	if s.sessionTTL < time.Minute {
+		env.Check("CONSOLE_SESSION_TTL", errors.New("must be at least 1m"))
+	}
+	if !s.tokenSignIn {
+		// The OIDC sign-in is not built yet (README, Console).
+		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true: the sign-in with a back-office API token is the only one the console has"))
+	}
+	return s, env.Err()
+}
+
+// run wires the console: logger, telemetry, the session store, the pages
+// behind the security headers and the cross-origin protection, and the
+// HTTP server, which at shutdown lets in-flight requests finish.
+func run(ctx context.Context) error {
+	env := config.FromEnviron()
+	cfg, err := load(env)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, service, cfg.logLevel)
+	log.Info("starting", env.Attrs()...)
+
+	stopTelemetry, err := telemetry.Setup(ctx, service)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer shutdown.Do(log, "telemetry", stopTelemetry)
+
+	p, err := pages.New(pages.Config{
+		API:          boclient.New(cfg.apiURL, cfg.apiTimeout),
+		Sessions:     session.NewStore(cfg.sessionTTL),
+		Log:          log,
+		SecureCookie: cfg.origin.Scheme == "https",
+		TokenSignIn:  cfg.tokenSignIn,
+		Timeout:      cfg.apiTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	// Ready whenever this process serves: the API being down is shown on
+	// the pages, it does not take the console out of its Service.
+	health := httpx.NewHealth(nil)
+	engine := httpx.NewEngine(service, log)
+	health.Register(engine)
+	metrics.Register(engine) // the service's own port; the gateway forwards /console/ only
+	// A form carries at most one upload of the gateway's largest media
+	// (MEDIA_MAX_UPLOAD_SIZE) and the document's fields.
+	engine.Use(pages.Headers, pages.LimitBody(cfg.maxUpload+1<<20))
+	p.Register(engine)
+	h, err := pages.CrossOrigin(engine, []string{cfg.origin.Scheme + "://" + cfg.origin.Host})
+	if err != nil {
+		return err
+	}
+	return httpx.Serve(ctx, log, cfg.server, h, health)
+}

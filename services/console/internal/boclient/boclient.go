@@ -1,0 +1,168 @@
+// Package boclient is the console's client of the gateway's documented
+// back-office API (/bo, api/openapi.yaml), called with the signed-in
+// person's bearer token. It holds the JSON shapes the console reads and
+// turns every non-2xx answer into an *APIError carrying the problem.
+package boclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client calls one gateway's admin listener.
+type Client struct {
+	base *url.URL
+	http *http.Client
+}
+
+// New returns a client of the admin listener at base (scheme and host).
+func New(base *url.URL, timeout time.Duration) *Client {
+	return &Client{base: base, http: &http.Client{Timeout: timeout}}
+}
+
+// FieldError is one entry of a problem's errors.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// APIError is an answer other than 2xx: the problem document the API
+// sent, or one made up when the API could not be reached (Status 0).
+type APIError struct {
+	Status int          `json:"status"`
+	Code   string       `json:"code"`
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors"`
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
+
+// Field returns the API's messages about field or its items
+// ("tagsIds[1]"), if any.
+func (e *APIError) Field(field string) string {
+	var msgs []string
+	for _, f := range e.Errors {
+		if f.Field == field || strings.HasPrefix(f.Field, field+"[") || strings.HasPrefix(f.Field, field+".") {
+			msgs = append(msgs, f.Message)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unreachable is the error of a call that got no answer.
+func unreachable(err error) *APIError {
+	return &APIError{Code: "unreachable", Detail: "the library's API cannot be reached right now; nothing was changed, try again"}
+}
+
+// AsAPIError returns err as an *APIError (an unexpected error becomes one
+// that says the API misbehaved).
+func AsAPIError(err error) *APIError {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e
+	}
+	return &APIError{Code: "bad_answer", Detail: "the library's API gave an answer the console does not understand"}
+}
+
+// request is one call.
+type request struct {
+	method, path string
+	token        string
+	body         io.Reader
+	contentType  string
+	ifMatch      string
+}
+
+// do sends r and decodes a 2xx JSON answer into out (when not nil); it
+// returns the answer's ETag.
+func (c *Client) do(ctx context.Context, r request, out any) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, r.method, c.base.JoinPath(r.path).String(), r.body)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("Accept", "application/json")
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if r.ifMatch != "" {
+		req.Header.Set("If-Match", r.ifMatch)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return "", unreachable(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		return "", readProblem(res)
+	}
+	if out == nil || res.StatusCode == http.StatusNoContent {
+		return res.Header.Get("ETag"), nil
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return "", AsAPIError(err)
+	}
+	return res.Header.Get("ETag"), nil
+}
+
+func readProblem(res *http.Response) *APIError {
+	e := &APIError{}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if json.Unmarshal(body, e) != nil || e.Detail == "" {
+		e.Detail = http.StatusText(res.StatusCode)
+	}
+	e.Status = res.StatusCode
+	return e
+}
+
+// jsonRequest is a request with v as its JSON body.
+func jsonRequest(method, path, token string, v any) request {
+	b, _ := json.Marshal(v) // the console's own types always marshal
+	return request{method: method, path: path, token: token, body: bytes.NewReader(b), contentType: "application/json"}
+}
+
+// Role finds what token may do with documented routes only: a create with
+// an empty body is refused 403 to a viewer before anything is looked at,
+// and 422 (nothing stored) to an editor; 401 is a token that is not valid.
+func (c *Client) Role(ctx context.Context, token string) (string, error) {
+	_, err := c.do(ctx, jsonRequest(http.MethodPost, "/bo/documents", token, struct{}{}), nil)
+	var e *APIError
+	switch {
+	case err == nil:
+		return "", &APIError{Code: "bad_answer", Detail: "the API accepted an empty document"}
+	case !errors.As(err, &e):
+		return "", err
+	case e.Status == http.StatusUnprocessableEntity:
+		return "editor", nil
+	case e.Status == http.StatusForbidden:
+		return "viewer", nil
+	default:
+		return "", e
+	}
+}
+
+// upload is a multipart body with one file part.
+func upload(name string, data io.Reader) (io.Reader, string) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		part, err := mw.CreateFormFile("file", name)
+		if err == nil {
+			_, err = io.Copy(part, data)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, mw.FormDataContentType()
+}

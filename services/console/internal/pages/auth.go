@@ -1,0 +1,133 @@
+package pages
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/services/console/internal/boclient"
+	"github.com/doclib/services/console/internal/session"
+)
+
+const (
+	cookieName = "doclib_console"
+	sessionKey = "session"
+)
+
+func (p *Pages) signInPage(c *gin.Context) {
+	p.render(c, http.StatusOK, "signin", view{Title: "Sign in", Notice: notice(c.Query("why")),
+		Data: p.cfg.TokenSignIn})
+}
+
+// notice turns a redirect's reason into words.
+func notice(why string) string {
+	switch why {
+	case "expired":
+		return "Your session has ended. Sign in again."
+	case "signed-out":
+		return "You are signed out."
+	}
+	return ""
+}
+
+// signIn checks the token with the API and starts a session.
+func (p *Pages) signIn(c *gin.Context) {
+	if !p.cfg.TokenSignIn {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	token := strings.TrimSpace(c.PostForm("token"))
+	fail := func(e *boclient.APIError) {
+		p.render(c, status(e), "signin", view{Title: "Sign in", Error: e, Data: true})
+	}
+	if token == "" {
+		fail(&boclient.APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
+			Errors: []boclient.FieldError{{Field: "token", Message: "enter your API token"}}, Detail: "The token is missing."})
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	role, err := p.cfg.API.Role(ctx, token)
+	if err != nil {
+		e := boclient.AsAPIError(err)
+		if e.Status == http.StatusUnauthorized {
+			e.Errors = []boclient.FieldError{{Field: "token", Message: "this token is not valid"}}
+		}
+		fail(e)
+		return
+	}
+	s := p.cfg.Sessions.Create(token, "", session.Role(role))
+	p.setCookie(c, s.ID, int(p.cfg.Sessions.TTL().Seconds()))
+	c.Redirect(http.StatusSeeOther, Base+"/")
+}
+
+func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: cookieName, Value: value, Path: Base + "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: p.cfg.SecureCookie, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// signOut ends the session on the server and clears the cookie.
+func (p *Pages) signOut(c *gin.Context) {
+	if id, err := c.Cookie(cookieName); err == nil {
+		p.cfg.Sessions.Delete(id)
+	}
+	p.setCookie(c, "", -1)
+	c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
+}
+
+// requireSession lets in a request with a live session; others go to the
+// sign-in page (a read) or are told their session ended (a write, whose
+// form is answered again by the handler that owns it: see expired).
+func (p *Pages) requireSession(c *gin.Context) {
+	id, err := c.Cookie(cookieName)
+	s, ok := p.cfg.Sessions.Get(id)
+	if err != nil || !ok {
+		why := ""
+		if err == nil {
+			why = "?why=expired"
+		}
+		if c.Request.Method == http.MethodGet {
+			c.Redirect(http.StatusSeeOther, Base+"/sign-in"+why)
+			c.Abort()
+			return
+		}
+		c.Set(expiredKey, true)
+		c.Next()
+		return
+	}
+	c.Set(sessionKey, s)
+	c.Next()
+}
+
+const expiredKey = "expired"
+
+// current is the request's session; ok is false for a write whose session
+// ended (the handler keeps what was typed and says so).
+func current(c *gin.Context) (session.Session, bool) {
+	s, ok := c.Get(sessionKey)
+	if !ok {
+		return session.Session{}, false
+	}
+	return s.(session.Session), true
+}
+
+// sessionEnded is the error shown when a write comes without a session.
+var sessionEnded = &boclient.APIError{Status: http.StatusUnauthorized, Code: "session_ended",
+	Detail: "Your session has ended, so nothing was saved. Sign in again in another tab, then send this form again: what you typed is kept below."}
+
+// requireEditor refuses a viewer's write before it reaches the API (which
+// would refuse it too).
+func (p *Pages) requireEditor(c *gin.Context) {
+	s, ok := current(c)
+	if ok && !s.CanEdit() {
+		p.render(c, http.StatusForbidden, "error", view{Title: "Not allowed",
+			Error: &boclient.APIError{Status: http.StatusForbidden, Code: "forbidden", Detail: "You may read the library but not change it."}})
+		c.Abort()
+		return
+	}
+	c.Next()
+}

@@ -1,0 +1,131 @@
+package pages
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/services/console/internal/boclient"
+	"github.com/doclib/services/console/internal/filter"
+)
+
+// row is one document of the list with what the browser filters on.
+type row struct {
+	boclient.DocumentShort
+	Tags   []boclient.Tag
+	Text   string // the folded title and tag names (data-text)
+	Hidden bool   // not matched by the criteria the page was asked with
+}
+
+type documentsData struct {
+	Categories []boclient.Category
+	Rows       []row
+	Criteria   filter.Criteria
+	Shown      int
+}
+
+// documents lists every document; the criteria of the query (tag, q,
+// deleted) hide the rows they do not match, so the page works without
+// its script, which then filters the same rows as the person types.
+func (p *Pages) documents(c *gin.Context) {
+	s, _ := current(c)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	cats, err := p.cfg.API.Categories(ctx, s.Token)
+	var docs []boclient.DocumentShort
+	if err == nil {
+		docs, err = p.cfg.API.Documents(ctx, s.Token)
+	}
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	crit := filter.Criteria{TagIDs: c.QueryArray("tag"), Text: c.Query("q"), Deleted: c.Query("deleted") == "1"}
+	data := listing(cats, docs, crit)
+	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: done(c.Query("done")), Data: data})
+}
+
+// listing builds the rows of docs.
+func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filter.Criteria) documentsData {
+	ix := filter.NewIndex()
+	tags := map[string]boclient.Tag{}
+	for _, cat := range cats {
+		for _, t := range cat.Tags {
+			ix.Add(t.ID, t.Name, cat.ID)
+			tags[t.ID] = t
+		}
+	}
+	rule := ix.Prepare(crit)
+	data := documentsData{Categories: cats, Criteria: crit, Rows: make([]row, 0, len(docs))}
+	for _, d := range docs {
+		fd := filter.Doc{Title: d.Title, TagIDs: d.TagIDs, IsDeleted: d.IsDeleted}
+		r := row{DocumentShort: d, Text: rule.Haystack(fd), Hidden: !rule.Match(fd)}
+		for _, id := range d.TagIDs {
+			if t, ok := tags[id]; ok {
+				r.Tags = append(r.Tags, t)
+			}
+		}
+		if !r.Hidden {
+			data.Shown++
+		}
+		data.Rows = append(data.Rows, r)
+	}
+	return data
+}
+
+// done says what the last write did.
+func done(what string) string {
+	switch what {
+	case "deleted":
+		return "The document was deleted. It is in the deleted documents, where it can be restored."
+	case "restored":
+		return "The document was restored."
+	case "created":
+		return "The document was created."
+	case "saved":
+		return "The document was saved."
+	}
+	return ""
+}
+
+// fail shows an API error as a page.
+func (p *Pages) fail(c *gin.Context, err error) {
+	e := boclient.AsAPIError(err)
+	if e.Status == http.StatusUnauthorized {
+		c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=expired")
+		return
+	}
+	p.render(c, status(e), "error", view{Title: "Something went wrong", Error: e})
+}
+
+func (p *Pages) deleteDocument(c *gin.Context) {
+	p.documentAction(c, "deleted", func(ctx context.Context, token, id string) error {
+		return p.cfg.API.DeleteDocument(ctx, token, id)
+	})
+}
+
+func (p *Pages) restoreDocument(c *gin.Context) {
+	p.documentAction(c, "restored", func(ctx context.Context, token, id string) error {
+		return p.cfg.API.RestoreDocument(ctx, token, id)
+	})
+}
+
+// documentAction runs a one-click write and goes back to the list with
+// the filters the person had.
+func (p *Pages) documentAction(c *gin.Context, what string, act func(ctx context.Context, token, id string) error) {
+	s, ok := current(c)
+	if !ok {
+		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	if err := act(ctx, s.Token, c.Param("id")); err != nil {
+		p.fail(c, err)
+		return
+	}
+	back := url.Values{"done": {what}}
+	c.Redirect(http.StatusSeeOther, Base+"/?"+back.Encode())
+}

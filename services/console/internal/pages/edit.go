@@ -1,0 +1,232 @@
+package pages
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/services/console/internal/boclient"
+)
+
+// Types are the document types, in the order the console offers them.
+var Types = []string{"PDF", "LINK", "MARKDOWN", "HTML"}
+
+// form is a document as typed in the edit form.
+type form struct {
+	ID, ETag, Type, Title, URL, FileID, Content, Sources string
+	TagIDs, ImageIDs, RelatedIDs                         []string
+}
+
+// editData is what the edit page shows.
+type editData struct {
+	Form       form
+	Stored     *boclient.Document // who changed it and when; nil for a new one
+	Categories []boclient.Category
+	PDFs       []boclient.Media
+	Images     []boclient.Media
+	Others     []boclient.DocumentShort // live documents that may be pinned
+	Err        *boclient.APIError
+	Types      []string
+}
+
+// FieldError is the API's message about field, for the template.
+func (d editData) FieldError(field string) string {
+	if d.Err == nil {
+		return ""
+	}
+	return d.Err.Field(field)
+}
+
+func formOf(d boclient.Document, etag string) form {
+	f := form{ID: d.ID, ETag: etag, Type: d.Type, Title: d.Title, URL: d.URL, Content: d.Content,
+		Sources: strings.Join(d.Sources, "\n"), TagIDs: d.TagIDs, ImageIDs: d.ImageIDs, RelatedIDs: d.RelatedIDs}
+	if d.File != nil {
+		f.FileID = d.File.ID
+	}
+	return f
+}
+
+// input is the API body for f: only its type's fields.
+func (f form) input() boclient.DocumentInput {
+	in := boclient.DocumentInput{Type: f.Type, Title: f.Title, TagIDs: nonNil(f.TagIDs), RelatedIDs: nonNil(f.RelatedIDs)}
+	switch f.Type {
+	case "LINK":
+		in.URL = f.URL
+	case "PDF":
+		in.FileID = f.FileID
+	case "MARKDOWN", "HTML":
+		in.Content, in.ImageIDs = f.Content, nonNil(f.ImageIDs)
+		in.Sources = []string{}
+		for _, s := range strings.Split(f.Sources, "\n") {
+			if s = strings.TrimSpace(s); s != "" {
+				in.Sources = append(in.Sources, s)
+			}
+		}
+	}
+	return in
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// choices loads what the form offers; a failure leaves the lists empty
+// and is returned, the form still shows what was typed.
+func (p *Pages) choices(ctx context.Context, token string, d *editData) error {
+	cats, err := p.cfg.API.Categories(ctx, token)
+	if err != nil {
+		return err
+	}
+	medias, err := p.cfg.API.Medias(ctx, token)
+	if err != nil {
+		return err
+	}
+	docs, err := p.cfg.API.Documents(ctx, token)
+	if err != nil {
+		return err
+	}
+	d.Categories = cats
+	for _, m := range medias {
+		switch {
+		case m.MimeType == "application/pdf":
+			d.PDFs = append(d.PDFs, m)
+		case strings.HasPrefix(m.MimeType, "image/"):
+			d.Images = append(d.Images, m)
+		}
+	}
+	for _, o := range docs {
+		if !o.IsDeleted && o.ID != d.Form.ID {
+			d.Others = append(d.Others, o)
+		}
+	}
+	return nil
+}
+
+// showForm renders the edit page for d with status.
+func (p *Pages) showForm(c *gin.Context, status int, d editData) {
+	d.Types = Types
+	title := "New " + d.Form.Type + " document"
+	if d.Form.ID != "" {
+		title = "Edit " + d.Form.Type + " document"
+	}
+	p.render(c, status, "edit", view{Title: title, Notice: done(c.Query("done")), Error: d.Err, Data: d})
+}
+
+func (p *Pages) newDocument(c *gin.Context) {
+	s, _ := current(c)
+	t := c.Query("type")
+	if !validType(t) {
+		p.render(c, http.StatusOK, "choose", view{Title: "New document", Data: Types})
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	d := editData{Form: form{Type: t}}
+	if err := p.choices(ctx, s.Token, &d); err != nil {
+		p.fail(c, err)
+		return
+	}
+	p.showForm(c, http.StatusOK, d)
+}
+
+func validType(t string) bool {
+	for _, x := range Types {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Pages) editDocument(c *gin.Context) {
+	s, _ := current(c)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	doc, etag, err := p.cfg.API.Document(ctx, s.Token, c.Param("id"))
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	d := editData{Form: formOf(doc, etag), Stored: &doc}
+	if err := p.choices(ctx, s.Token, &d); err != nil {
+		p.fail(c, err)
+		return
+	}
+	p.showForm(c, http.StatusOK, d)
+}
+
+// typed is the form as posted.
+func typed(c *gin.Context) form {
+	return form{ID: c.Param("id"), ETag: c.PostForm("etag"), Type: c.PostForm("type"), Title: c.PostForm("title"),
+		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: c.PostForm("content"),
+		Sources: c.PostForm("sources"), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
+		RelatedIDs: c.PostFormArray("related")}
+}
+
+func (p *Pages) createDocument(c *gin.Context) { p.save(c, true) }
+func (p *Pages) updateDocument(c *gin.Context) { p.save(c, false) }
+
+// save sends the typed form to the API; whatever fails, the form comes
+// back with what was typed and the API's words next to the fields.
+func (p *Pages) save(c *gin.Context, create bool) {
+	f := typed(c)
+	if create {
+		f.ID = ""
+	}
+	s, ok := current(c)
+	if !ok {
+		p.showForm(c, http.StatusUnauthorized, editData{Form: f, Err: sessionEnded})
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	doc, err := p.send(c, ctx, s.Token, &f, create)
+	if err != nil {
+		d := editData{Form: f, Err: explain(boclient.AsAPIError(err))}
+		_ = p.choices(ctx, s.Token, &d) // the form is shown with what can be loaded
+		p.showForm(c, status(d.Err), d)
+		return
+	}
+	c.Redirect(http.StatusSeeOther, Base+"/documents/"+url.PathEscape(doc.ID)+"?done="+map[bool]string{true: "created", false: "saved"}[create])
+}
+
+// send uploads the picked file of a PDF, if any, then creates or updates.
+func (p *Pages) send(c *gin.Context, ctx context.Context, token string, f *form, create bool) (boclient.Document, error) {
+	if fh, err := c.FormFile("upload"); err == nil && f.Type == "PDF" {
+		file, err := fh.Open()
+		if err != nil {
+			return boclient.Document{}, err
+		}
+		defer file.Close()
+		m, err := p.cfg.API.Upload(ctx, token, fh.Filename, file)
+		if err != nil {
+			e := boclient.AsAPIError(err)
+			e.Errors = append(e.Errors, boclient.FieldError{Field: "fileId", Message: "the upload failed: " + e.Detail})
+			return boclient.Document{}, e
+		}
+		f.FileID = m.ID
+	}
+	if create {
+		return p.cfg.API.CreateDocument(ctx, token, f.input())
+	}
+	return p.cfg.API.UpdateDocument(ctx, token, f.ID, f.ETag, f.input())
+}
+
+// explain puts the errors a person can act on in words.
+func explain(e *boclient.APIError) *boclient.APIError {
+	switch e.Status {
+	case http.StatusPreconditionFailed:
+		e.Detail = "Someone changed this document after you opened it, so nothing was saved. What you typed is kept below; open the document in another tab to see their version."
+	case http.StatusUnauthorized:
+		e.Detail = sessionEnded.Detail
+	case http.StatusForbidden:
+		e.Detail = "You may read the library but not change it; nothing was saved."
+	}
+	return e
+}

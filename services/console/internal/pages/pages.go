@@ -1,0 +1,134 @@
+// Package pages owns the console's web pages: the routes under /console/,
+// sign-in and sessions, the server-rendered templates and the small
+// script and style sheet they use, all embedded in the binary.
+package pages
+
+import (
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/services/console/internal/boclient"
+	"github.com/doclib/services/console/internal/session"
+)
+
+// Base is the path every console page is under.
+const Base = "/console"
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Config is what the pages need.
+type Config struct {
+	API      *boclient.Client
+	Sessions *session.Store
+	Log      *slog.Logger
+	// SecureCookie marks the session cookie Secure (the console is
+	// reached over TLS).
+	SecureCookie bool
+	// TokenSignIn offers the sign-in with a back-office API token.
+	TokenSignIn bool
+	// Timeout bounds each page's calls to the API.
+	Timeout time.Duration
+}
+
+// Pages serves the console.
+type Pages struct {
+	cfg   Config
+	pages map[string]*template.Template
+}
+
+// New parses the templates.
+func New(cfg Config) (*Pages, error) {
+	p := &Pages{cfg: cfg, pages: map[string]*template.Template{}}
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, "/layout.html") {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", n)
+		if err != nil {
+			return nil, err
+		}
+		p.pages[strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")] = t
+	}
+	return p, nil
+}
+
+var funcs = template.FuncMap{
+	"join": strings.Join,
+	"has": func(list []string, v string) bool {
+		for _, x := range list {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+// Register adds the console's routes to r.
+func (p *Pages) Register(r gin.IRouter) {
+	static, _ := fs.Sub(staticFiles, "static")
+	r.GET(Base, func(c *gin.Context) { c.Redirect(http.StatusFound, Base+"/") })
+	r.StaticFS(Base+"/static", http.FS(static))
+	r.GET(Base+"/sign-in", p.signInPage)
+	r.POST(Base+"/sign-in", p.signIn)
+	r.POST(Base+"/sign-out", p.signOut)
+
+	g := r.Group(Base, p.requireSession)
+	g.GET("/", p.documents)
+	g.POST("/documents/:id/delete", p.requireEditor, p.deleteDocument)
+	g.POST("/documents/:id/restore", p.requireEditor, p.restoreDocument)
+	g.GET("/documents/new", p.newDocument)
+	g.POST("/documents/new", p.requireEditor, p.createDocument)
+	g.GET("/documents/:id", p.editDocument)
+	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+}
+
+// view is what every page template gets.
+type view struct {
+	Title   string
+	Session session.Session
+	Notice  string
+	Error   *boclient.APIError
+	Data    any
+}
+
+// render writes page name with status.
+func (p *Pages) render(c *gin.Context, status int, name string, v view) {
+	t, ok := p.pages[name]
+	if !ok {
+		p.cfg.Log.Error("no such page", "page", name)
+		c.Status(http.StatusInternalServerError)
+		return
+	}
+	if s, ok := c.Get(sessionKey); ok {
+		v.Session = s.(session.Session)
+	}
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Status(status)
+	if err := t.Execute(c.Writer, v); err != nil {
+		p.cfg.Log.Error("render", "page", name, "err", err)
+	}
+}
+
+// status is the HTTP status a page failing with e answers with.
+func status(e *boclient.APIError) int {
+	if e.Status == 0 {
+		return http.StatusServiceUnavailable
+	}
+	return e.Status
+}

@@ -1,0 +1,48 @@
+// The documents page filters its rows as the person types, with the rules
+// the server applies without this script (internal/filter): tags of one
+// category OR, categories AND, text in the title and tag names, deleted
+// documents only in the deleted view.
+"use strict";
+(function () {
+  var form = document.getElementById("filters");
+  var body = document.getElementById("rows");
+  if (!form || !body) { return; }
+  var rows = Array.prototype.map.call(body.rows, function (tr) {
+    return {
+      el: tr,
+      tags: tr.dataset.tags ? tr.dataset.tags.split(" ") : [],
+      text: tr.dataset.text,
+      deleted: tr.dataset.deleted === "true"
+    };
+  });
+  var shown = document.getElementById("shown");
+  function fold(s) { return s.normalize("NFC").toLowerCase().trim(); }
+  function groups() {
+    var g = {};
+    form.querySelectorAll("input[name=tag]:checked").forEach(function (box) {
+      (g[box.dataset.category] = g[box.dataset.category] || {})[box.value] = true;
+    });
+    return Object.keys(g).map(function (k) { return g[k]; });
+  }
+  function matches(r, gs, text, deleted) {
+    if (r.deleted !== deleted) { return false; }
+    for (var i = 0; i < gs.length; i++) {
+      if (!r.tags.some(function (t) { return gs[i][t]; })) { return false; }
+    }
+    return text === "" || r.text.indexOf(text) !== -1;
+  }
+  function apply() {
+    var gs = groups(), text = fold(form.q.value), deleted = form.deleted.checked, n = 0;
+    rows.forEach(function (r) {
+      var show = matches(r, gs, text, deleted);
+      if (show) { n++; }
+      if (r.el.hidden === show) { r.el.hidden = !show; }
+    });
+    shown.textContent = n;
+    var q = new URLSearchParams(new FormData(form)).toString();
+    history.replaceState(null, "", q ? "?" + q : location.pathname);
+    document.dispatchEvent(new CustomEvent("console:filtered"));
+  }
+  form.addEventListener("input", apply);
+  form.addEventListener("submit", function (e) { e.preventDefault(); apply(); });
+})();
