@@ -128,23 +128,6 @@ func ParseKey(v string) (string, error) {
 	return v, nil
 }
 
-type keyCtx struct{}
-
-// WithKey returns ctx carrying the scoped id (ScopedID) of the request's
-// key; the middleware sets it for the handler of a first attempt.
-func WithKey(ctx context.Context, scoped string) context.Context {
-	return context.WithValue(ctx, keyCtx{}, scoped)
-}
-
-// KeyOf returns the scoped id of the request's key, if it sent one. A
-// handler that creates something can derive its id from it, so that a
-// retry arriving after the key was let go (an unknown outcome, a lapsed
-// lease) finds what the first attempt made instead of making it twice.
-func KeyOf(ctx context.Context) (string, bool) {
-	k, ok := ctx.Value(keyCtx{}).(string)
-	return k, ok && k != ""
-}
-
 // ScopedID is the store's id of key sent by caller: keys of different
 // callers never meet.
 func ScopedID(caller, key string) string {

@@ -176,7 +176,6 @@ func (a *attempt) runFirst() {
 		a.finish(buf)
 		buf.flushTo(real)
 	}()
-	a.c.Request = a.c.Request.WithContext(WithKey(a.c.Request.Context(), a.id))
 	a.c.Next()
 }
 

@@ -30,7 +30,6 @@ type server struct {
 	runs    atomic.Int64
 	release chan struct{} // when set, a run waits for it
 	fail    atomic.Bool   // a run answers 503
-	key     atomic.Value  // the scoped key the last run saw (KeyOf)
 }
 
 func newServer(t *testing.T) *server {
@@ -46,8 +45,6 @@ func newServer(t *testing.T) *server {
 	e.POST("/bo/things", func(c *gin.Context) {
 		body, _ := io.ReadAll(c.Request.Body)
 		n := s.runs.Add(1)
-		key, _ := idempotency.KeyOf(c.Request.Context())
-		s.key.Store(key)
 		if s.release != nil {
 			<-s.release
 		}
@@ -86,23 +83,6 @@ func (s *server) post(t *testing.T, caller, key, contentType, body string) answe
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	return answer{res.StatusCode, res.Header, string(raw)}
-}
-
-// The handler of a first attempt knows its key, scoped to the caller, to
-// derive what it creates from it (issue 21 item 14: a retry after the key
-// was let go then finds it); without a key it knows none.
-func TestTheHandlerKnowsItsKey(t *testing.T) {
-	t.Parallel()
-	s := newServer(t)
-	s.post(t, "alice", `"k1"`, "application/json", "one")
-	key, _ := idempotency.ParseKey(`"k1"`)
-	if got := s.key.Load(); got != idempotency.ScopedID("alice", key) {
-		t.Errorf("KeyOf in the handler = %q, want %q", got, idempotency.ScopedID("alice", key))
-	}
-	s.post(t, "alice", "", "application/json", "one")
-	if got := s.key.Load(); got != "" {
-		t.Errorf("KeyOf without a key = %q, want none", got)
-	}
 }
 
 func TestAKeyRunsARequestOnce(t *testing.T) {

@@ -216,8 +216,6 @@ var (
 	ErrTypeImmutable = errors.New("type cannot change")
 	ErrNoFile        = errors.New("document has no file")
 	ErrConflict      = errors.New("document changed concurrently")
-	// ErrExists is a create under an id already taken (Store.Create).
-	ErrExists = errors.New("a document with this id exists")
 )
 
 // ErrUnchanged, returned by an Update closure, leaves the document as it

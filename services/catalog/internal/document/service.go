@@ -3,7 +3,6 @@ package document
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/doclib/libs/events"
-	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/identity"
 )
 
@@ -70,11 +68,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		_, _, err := s.check(ctx, in, "", nil, draft)
 		return Document{}, err
 	}
-	id := NewID()
-	if key, ok := idempotency.KeyOf(ctx); ok {
-		id = idOfKey(key)
-	}
-	d, err := s.store.Create(ctx, id, in.adds(), s.write(ctx, WhyCreate, func(nd *Document) error {
+	d, err := s.store.Create(ctx, NewID(), in.adds(), s.write(ctx, WhyCreate, func(nd *Document) error {
 		checked, sc, err := s.check(ctx, in, "", nil, draft)
 		if err != nil {
 			return err
@@ -93,37 +87,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		*nd = checked
 		return nil
 	}))
-	if errors.Is(err, ErrExists) {
-		return s.createdBefore(ctx, id)
-	}
 	return d, err
-}
-
-// idOfKey is the id of the document a create with an Idempotency-Key
-// makes (key: the key scoped to its caller), the shape NewID gives.
-func idOfKey(key string) string {
-	sum := sha256.Sum256([]byte("document\x00" + key))
-	return base64.RawURLEncoding.EncodeToString(sum[:16])
-}
-
-// createdBefore answers a create whose id is taken: a retry with the same
-// Idempotency-Key after the key was let go (its first answer was an
-// unknown outcome, or its lease lapsed). The document its first attempt
-// made is the outcome; while that attempt is still writing (its
-// placeholder is there, not the document), 409 and try again.
-func (s *Service) createdBefore(ctx context.Context, id string) (Document, error) {
-	d, err := s.store.Get(ctx, id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return Document{}, ErrConflict
-	case err != nil:
-		return Document{}, err
-	case d.CreatedBy != identity.Name(ctx):
-		return Document{}, ErrConflict
-	case d.IsDeleted:
-		return Document{}, ErrDeleted
-	}
-	return d, nil
 }
 
 // Update replaces a live document's fields with the full variant body in;

@@ -553,9 +553,6 @@ func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn fu
 	for attempt := 0; ; attempt++ {
 		h := s.hold(adds)
 		if _, err := s.docs.InsertOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}); err != nil {
-			if mongo.IsDuplicateKeyError(err) {
-				return document.Document{}, document.ErrExists
-			}
 			return document.Document{}, err
 		}
 		d := document.Document{ID: id}
