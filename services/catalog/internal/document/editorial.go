@@ -286,13 +286,18 @@ func (s *Service) Settle(ctx context.Context, limit int) (int, error) {
 		return 0, err
 	}
 	s.settle(ctx, docs...)
-	if s.retention.Age > 0 {
-		if _, err := s.store.ExpireRevisions(ctx, s.now().Add(-s.retention.Age)); err != nil {
+	if now := s.now(); s.retention.Age > 0 && now.Sub(time.Unix(0, s.expiredAt.Load())) >= expireEvery {
+		if _, err := s.store.ExpireRevisions(ctx, now.Add(-s.retention.Age)); err != nil {
 			return len(docs), err
 		}
+		s.expiredAt.Store(now.UnixNano())
 	}
 	return len(docs), nil
 }
+
+// expireEvery is how often a replica applies the retention by age: an age
+// is hours or days, so a minute late is nothing.
+const expireEvery = time.Minute
 
 // Retention bounds the revisions kept per document: the Count newest, or
 // those younger than Age. Zero: all.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/doclib/libs/events"
@@ -26,6 +27,10 @@ type Service struct {
 	// noRevisions: the benchmark's baseline (export_test.go), no revision
 	// kept.
 	noRevisions bool
+	// expiredAt is when Settle last applied the retention by age (unix
+	// nanoseconds): a pass reads every revision older than the age, so it
+	// runs once per expireEvery, not at every Settle.
+	expiredAt atomic.Int64
 }
 
 // NewService returns a Service.

@@ -255,13 +255,10 @@ const expireBatch = 1000
 // documents, and removes those below the version (or of a document gone).
 func (s *Store) ExpireRevisions(ctx context.Context, before time.Time) (int64, error) {
 	var removed int64
-	var kept []string // the newest revisions, already looked at
+	after := "" // pages by _id: one pass over the collection, whatever it keeps
 	for {
-		filter := bson.M{"change.at": bson.M{"$lt": before}}
-		if len(kept) > 0 {
-			filter["_id"] = bson.M{"$nin": kept}
-		}
-		cur, err := s.revs.Find(ctx, filter, options.Find().
+		filter := bson.M{"change.at": bson.M{"$lt": before}, "_id": bson.M{"$gt": after}}
+		cur, err := s.revs.Find(ctx, filter, options.Find().SetSort(bson.M{"_id": 1}).
 			SetProjection(bson.M{"_id": 1, "documentId": 1, "version": 1}).SetLimit(expireBatch))
 		if err != nil {
 			return removed, err
@@ -270,11 +267,11 @@ func (s *Store) ExpireRevisions(ctx context.Context, before time.Time) (int64, e
 		if err := cur.All(ctx, &revs); err != nil || len(revs) == 0 {
 			return removed, err
 		}
-		expired, newest, err := s.expired(ctx, revs)
+		after = revs[len(revs)-1].ID
+		expired, err := s.expired(ctx, revs)
 		if err != nil {
 			return removed, err
 		}
-		kept = append(kept, newest...)
 		if len(expired) > 0 {
 			res, err := s.revs.DeleteMany(ctx, bson.M{"_id": bson.M{"$in": expired}})
 			if err != nil {
@@ -288,9 +285,9 @@ func (s *Store) ExpireRevisions(ctx context.Context, before time.Time) (int64, e
 	}
 }
 
-// expired splits revs into those that may go (below their document's
-// version, or of a document gone) and the newest ones, kept.
-func (s *Store) expired(ctx context.Context, revs []revisionDoc) (expired, newest []string, err error) {
+// expired are those of revs that may go: below their document's version,
+// or of a document gone. The newest of each document stays.
+func (s *Store) expired(ctx context.Context, revs []revisionDoc) ([]string, error) {
 	var ids []string
 	for _, r := range revs {
 		if !slices.Contains(ids, r.DocumentID) {
@@ -299,24 +296,23 @@ func (s *Store) expired(ctx context.Context, revs []revisionDoc) (expired, newes
 	}
 	cur, err := s.docs.Find(ctx, bson.M{"_id": bson.M{"$in": ids}}, options.Find().SetProjection(bson.M{"_id": 1, "version": 1}))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var docs []doc
 	if err := cur.All(ctx, &docs); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	version := make(map[string]int64, len(docs))
 	for _, d := range docs {
 		version[d.ID] = d.Editorial.Version
 	}
+	var expired []string
 	for _, r := range revs {
-		if v, ok := version[r.DocumentID]; ok && r.Version >= v {
-			newest = append(newest, r.ID)
-			continue
+		if v, ok := version[r.DocumentID]; !ok || r.Version < v {
+			expired = append(expired, r.ID)
 		}
-		expired = append(expired, r.ID)
 	}
-	return expired, newest, nil
+	return expired, nil
 }
 
 // Scheduled implements document.Store.
