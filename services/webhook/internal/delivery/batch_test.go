@@ -51,9 +51,11 @@ func (m *memStore) SaveAll(_ context.Context, ds []Delivery) error {
 	return nil
 }
 
-func (m *memStore) Acquire(context.Context, string, string, time.Time) (bool, error) { return true, nil }
-func (m *memStore) Release(context.Context, string, string) error                    { return nil }
-func (m *memStore) Backlog(context.Context, string) (int64, error)                   { return 0, nil }
+func (m *memStore) Acquire(context.Context, string, string, time.Time) (bool, error) {
+	return true, nil
+}
+func (m *memStore) Release(context.Context, string, string) error  { return nil }
+func (m *memStore) Backlog(context.Context, string) (int64, error) { return 0, nil }
 
 type oneSub struct{ s subscription.Subscription }
 

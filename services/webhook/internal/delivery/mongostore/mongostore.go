@@ -150,14 +150,20 @@ func onlyDuplicates(err error) bool {
 // Go after reading every pending delivery of sub, so a read per delivery
 // cost a read of the whole backlog.
 func (st *Store) Due(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error) {
-	cur, err := st.deliveries.Find(ctx, bson.M{"sub": sub, "status": string(delivery.Pending)}, options.Find().
-		SetSort(bson.D{{Key: "seq", Value: 1}, {Key: "createdAt", Value: 1}}).SetLimit(int64(limit)))
+	return st.find(ctx, "due deliveries", bson.M{"sub": sub, "status": string(delivery.Pending)},
+		bson.D{{Key: "seq", Value: 1}, {Key: "createdAt", Value: 1}}, limit)
+}
+
+// find returns up to limit deliveries matching filter in order sort; what
+// names the read in errors.
+func (st *Store) find(ctx context.Context, what string, filter bson.M, sort bson.D, limit int) ([]delivery.Delivery, error) {
+	cur, err := st.deliveries.Find(ctx, filter, options.Find().SetSort(sort).SetLimit(int64(limit)))
 	if err != nil {
-		return nil, fmt.Errorf("due deliveries: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	var docs []doc
 	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("due deliveries: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out := make([]delivery.Delivery, len(docs))
 	for i, d := range docs {
@@ -202,20 +208,7 @@ func (st *Store) Save(ctx context.Context, d delivery.Delivery) error {
 
 // Log returns sub's deliveries, newest first.
 func (st *Store) Log(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error) {
-	cur, err := st.deliveries.Find(ctx, bson.M{"sub": sub}, options.Find().
-		SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "seq", Value: -1}}).SetLimit(int64(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("delivery log: %w", err)
-	}
-	var docs []doc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("delivery log: %w", err)
-	}
-	out := make([]delivery.Delivery, len(docs))
-	for i, d := range docs {
-		out[i] = d.delivery()
-	}
-	return out, nil
+	return st.find(ctx, "delivery log", bson.M{"sub": sub}, bson.D{{Key: "createdAt", Value: -1}, {Key: "seq", Value: -1}}, limit)
 }
 
 // Retry makes a delivery pending and due at now.
