@@ -176,14 +176,17 @@ func run(ctx context.Context) error {
 // database outage is Transient: the event waits, it is never dead-lettered
 // for it.
 func startConsumer(ctx context.Context, js jetstream.JetStream, q *delivery.Queue, log *slog.Logger) (func(context.Context) error, error) {
-	c, err := events.StartConsumer(ctx, js, events.ConsumerConfig{Name: consumerName, Subjects: eventtype.Subjects()},
-		func(ctx context.Context, e events.Envelope) error {
-			err := q.Handle(ctx, e)
-			if err != nil && mongox.IsUnavailable(err) {
-				return events.Transient(err)
-			}
-			return err
-		}, log)
+	transient := func(err error) error {
+		if err != nil && mongox.IsUnavailable(err) {
+			return events.Transient(err)
+		}
+		return err
+	}
+	// Batches: a burst of events costs one insert, not one per event (the
+	// development database runs each insert alone).
+	c, err := events.StartConsumer(ctx, js, events.ConsumerConfig{Name: consumerName, Subjects: eventtype.Subjects(),
+		Batch: func(ctx context.Context, es []events.Envelope) error { return transient(q.HandleBatch(ctx, es)) }},
+		func(ctx context.Context, e events.Envelope) error { return transient(q.Handle(ctx, e)) }, log)
 	if err != nil {
 		return nil, err
 	}

@@ -71,10 +71,15 @@ type Store interface {
 	// Enqueue stores deliveries that are not stored yet (same subscription
 	// and event); those already there are left as they are.
 	Enqueue(ctx context.Context, ds []Delivery) error
-	// Next returns the pending delivery of sub with the lowest sequence.
-	Next(ctx context.Context, sub string) (Delivery, bool, error)
-	// Save replaces a delivery (its attempts, status, next attempt).
+	// Due returns up to limit pending deliveries of sub, lowest sequence
+	// first.
+	Due(ctx context.Context, sub string, limit int) ([]Delivery, error)
+	// Save replaces a delivery (its attempts, status, next attempt),
+	// inserting it if needed (a test ping).
 	Save(ctx context.Context, d Delivery) error
+	// SaveAll replaces queued deliveries with one write; one no longer
+	// stored (its subscription deleted) is not stored again.
+	SaveAll(ctx context.Context, ds []Delivery) error
 	// Log returns sub's deliveries, newest first.
 	Log(ctx context.Context, sub string, limit int) ([]Delivery, error)
 	// Retry makes a delivery pending again, due at once.

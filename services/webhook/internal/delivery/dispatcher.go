@@ -159,16 +159,27 @@ func (d *Dispatcher) work(ctx context.Context, sub string, w *worker) {
 				counted = now
 			}
 		}
-		if !d.step(ctx, sub, w) {
+		if !d.step(ctx, sub, w, held.Add(-d.cfg.Lease/2)) {
 			return
 		}
 	}
 }
 
-// step makes the next attempt of sub's queue, or waits for one to be due.
+// A batch is one read of a queue: up to batchSize due deliveries sent
+// back-to-back, for at most batchTime, their results stored with one
+// write. The time bound keeps the delivery log at most about a second
+// behind, what a kill repeats small, and a paused subscription stopped
+// soon.
+const (
+	batchSize = 100
+	batchTime = time.Second
+)
+
+// step sends the next batch of sub's queue, or waits for one to be due.
+// renewAt is when the lease needs renewing: the batch stops before then.
 // It returns false when the subscription is no longer active.
-func (d *Dispatcher) step(ctx context.Context, sub string, w *worker) bool {
-	dl, ok, err := d.store.Next(ctx, sub)
+func (d *Dispatcher) step(ctx context.Context, sub string, w *worker, renewAt time.Time) bool {
+	due, err := d.store.Due(ctx, sub, batchSize)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -176,14 +187,16 @@ func (d *Dispatcher) step(ctx context.Context, sub string, w *worker) bool {
 		}
 		d.wait(ctx, w, d.cfg.Poll)
 		return true
-	case !ok:
+	case len(due) == 0:
 		d.wait(ctx, w, d.cfg.Poll)
 		return true
 	}
-	if due := time.Until(dl.NextAttemptAt); due > 0 {
-		d.wait(ctx, w, min(due, d.cfg.Poll))
+	if wait := time.Until(due[0].NextAttemptAt); wait > 0 {
+		d.wait(ctx, w, min(wait, d.cfg.Poll))
 		return true
 	}
+	// Read once per batch, after the batch: a change made before an event
+	// was queued applies to that event.
 	s, err := d.subs.Get(ctx, sub)
 	if errors.Is(err, subscription.ErrNotFound) || (err == nil && s.Status != subscription.Active) {
 		return false
@@ -192,7 +205,11 @@ func (d *Dispatcher) step(ctx context.Context, sub string, w *worker) bool {
 		d.wait(ctx, w, d.cfg.Poll)
 		return true
 	}
-	return d.attempt(ctx, s, dl)
+	stop := time.Now().Add(batchTime)
+	if renewAt.Before(stop) {
+		stop = renewAt
+	}
+	return d.sendBatch(ctx, s, due, stop)
 }
 
 func (d *Dispatcher) wait(ctx context.Context, w *worker, dur time.Duration) {
@@ -205,9 +222,29 @@ func (d *Dispatcher) wait(ctx context.Context, w *worker, dur time.Duration) {
 	}
 }
 
-// attempt sends dl once and stores the result. Shutting down does not cut
-// an attempt short: it finishes within the sender's timeout.
-func (d *Dispatcher) attempt(ctx context.Context, s subscription.Subscription, dl Delivery) bool {
+// sendBatch sends due in order, stopping after the first attempt that does
+// not succeed (what follows waits for it: order per subscription), at the
+// first delivery not due yet, and after stop; then it stores the results.
+func (d *Dispatcher) sendBatch(ctx context.Context, s subscription.Subscription, due []Delivery, stop time.Time) bool {
+	var sent []Delivery
+	var out Outcome
+	for i, dl := range due {
+		now := time.Now()
+		if i > 0 && (ctx.Err() != nil || now.After(stop) || now.Before(dl.NextAttemptAt)) {
+			break
+		}
+		dl, out = d.attempt(ctx, s, dl)
+		sent = append(sent, dl)
+		if dl.Status != Succeeded {
+			break
+		}
+	}
+	return d.saveBatch(ctx, s, sent, out)
+}
+
+// attempt sends dl once and applies the result to it. Shutting down does
+// not cut an attempt short: it finishes within the sender's timeout.
+func (d *Dispatcher) attempt(ctx context.Context, s subscription.Subscription, dl Delivery) (Delivery, Outcome) {
 	actx := context.WithoutCancel(ctx)
 	actx, span := d.startSpan(actx, s, dl)
 	defer span.End()
@@ -216,25 +253,34 @@ func (d *Dispatcher) attempt(ctx context.Context, s subscription.Subscription, d
 	out := d.cfg.Retry.record(&dl, a, time.Now().UTC())
 	observe(s.ID, dl, a, span)
 	log := d.log.With("subscription", s.ID, "eventId", dl.EventID, "type", dl.Type, "attempt", dl.AttemptCount)
-	if err := d.store.Save(actx, dl); err != nil {
-		// The attempt is made again: at least once.
-		log.WarnContext(actx, "webhook attempt made, its result not stored; it will be repeated", "error", err)
-		return true
-	}
 	switch {
-	case out.Disable != "":
-		disabledTotal.WithLabelValues().Inc()
-		log.WarnContext(actx, "webhook subscription disabled", "reason", out.Disable)
-		if err := d.subs.Disable(actx, s.ID, out.Disable); err != nil {
-			log.ErrorContext(actx, "cannot disable the webhook subscription", "error", err)
-		}
-		return false
 	case dl.Status == Pending:
 		log.InfoContext(actx, "webhook attempt failed; retried", "error", a.Error, "status", a.StatusCode, "retryAt", dl.NextAttemptAt)
-	default:
+	case dl.Status == Succeeded:
 		log.DebugContext(actx, "webhook delivered", "status", a.StatusCode, "latency", a.Latency)
 	}
-	return true
+	return dl, out
+}
+
+// saveBatch saves a batch's results, then disables the subscription if the
+// last attempt says so (only once its result is stored).
+func (d *Dispatcher) saveBatch(ctx context.Context, s subscription.Subscription, sent []Delivery, out Outcome) bool {
+	actx := context.WithoutCancel(ctx)
+	if err := d.store.SaveAll(actx, sent); err != nil {
+		// The attempts are made again: at least once.
+		d.log.WarnContext(actx, "webhook attempts made, their results not stored; they will be repeated",
+			"subscription", s.ID, "attempts", len(sent), "error", err)
+		return true
+	}
+	if out.Disable == "" {
+		return true
+	}
+	disabledTotal.WithLabelValues().Inc()
+	d.log.WarnContext(actx, "webhook subscription disabled", "subscription", s.ID, "reason", out.Disable)
+	if err := d.subs.Disable(actx, s.ID, out.Disable); err != nil {
+		d.log.ErrorContext(actx, "cannot disable the webhook subscription", "subscription", s.ID, "error", err)
+	}
+	return false
 }
 
 // startSpan starts the attempt's span, a client span linked to the trace

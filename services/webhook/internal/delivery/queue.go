@@ -50,32 +50,27 @@ func NewQueue(store Store, subs Subscriptions, queued func(subs ...string)) *Que
 // stored, so the event is acknowledged after its deliveries are safe. A
 // redelivered event stores nothing twice.
 func (q *Queue) Handle(ctx context.Context, e events.Envelope) error {
-	name, ok := eventtype.FromSubject(e.Type)
-	if !ok {
-		return nil // not a webhook event type (yet): nothing to send
-	}
+	return q.HandleBatch(ctx, []events.Envelope{e})
+}
+
+// HandleBatch is Handle for several events at once (the consumer's batch
+// handler): one read of the subscriptions and one insert for them all, so
+// a burst of events costs a few writes, not one per event. The attempts'
+// spans link to the span of the call, which links to every event's trace.
+func (q *Queue) HandleBatch(ctx context.Context, es []events.Envelope) error {
 	subs, err := q.subs.List(ctx)
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(Payload{Type: name, Timestamp: e.Time.UTC(), Data: e.Data})
-	if err != nil {
-		return events.Permanent(fmt.Errorf("encode payload: %w", err))
-	}
-	// The consumer's span is the event's trace: each attempt links to it.
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
-	now := time.Now().UTC()
 	var ds []Delivery
-	var ids []string
-	for _, s := range subs {
-		if !s.Wants(name) {
-			continue
+	for _, e := range es {
+		more, err := deliveries(subs, e, carrier, time.Now().UTC())
+		if err != nil {
+			return err
 		}
-		ds = append(ds, Delivery{SubscriptionID: s.ID, EventID: e.ID, Type: name, Sequence: e.Sequence, Body: body,
-			TraceParent: carrier["traceparent"], TraceState: carrier["tracestate"], Status: Pending,
-			NextAttemptAt: now, EventTime: e.Time.UTC(), CreatedAt: now})
-		ids = append(ids, s.ID)
+		ds = append(ds, more...)
 	}
 	if len(ds) == 0 {
 		return nil
@@ -83,6 +78,35 @@ func (q *Queue) Handle(ctx context.Context, e events.Envelope) error {
 	if err := q.store.Enqueue(ctx, ds); err != nil {
 		return err
 	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, d := range ds {
+		if !seen[d.SubscriptionID] {
+			seen[d.SubscriptionID] = true
+			ids = append(ids, d.SubscriptionID)
+		}
+	}
 	q.queued(ids...)
 	return nil
+}
+
+// deliveries returns e's deliveries, one per subscription that wants it.
+func deliveries(subs []subscription.Subscription, e events.Envelope, carrier propagation.MapCarrier, now time.Time) ([]Delivery, error) {
+	name, ok := eventtype.FromSubject(e.Type)
+	if !ok {
+		return nil, nil // not a webhook event type (yet): nothing to send
+	}
+	body, err := json.Marshal(Payload{Type: name, Timestamp: e.Time.UTC(), Data: e.Data})
+	if err != nil {
+		return nil, events.Permanent(fmt.Errorf("encode payload: %w", err))
+	}
+	var ds []Delivery
+	for _, s := range subs {
+		if s.Wants(name) {
+			ds = append(ds, Delivery{SubscriptionID: s.ID, EventID: e.ID, Type: name, Sequence: e.Sequence, Body: body,
+				TraceParent: carrier["traceparent"], TraceState: carrier["tracestate"], Status: Pending,
+				NextAttemptAt: now, EventTime: e.Time.UTC(), CreatedAt: now})
+		}
+	}
+	return ds, nil
 }

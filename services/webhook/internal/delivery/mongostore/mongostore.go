@@ -145,18 +145,48 @@ func onlyDuplicates(err error) bool {
 	return true
 }
 
-// Next returns sub's pending delivery with the lowest sequence.
-func (st *Store) Next(ctx context.Context, sub string) (delivery.Delivery, bool, error) {
-	var d doc
-	err := st.deliveries.FindOne(ctx, bson.M{"sub": sub, "status": string(delivery.Pending)},
-		options.FindOne().SetSort(bson.D{{Key: "seq", Value: 1}, {Key: "createdAt", Value: 1}})).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return delivery.Delivery{}, false, nil
-	}
+// Due returns up to limit of sub's pending deliveries, lowest sequence
+// first. One read serves a whole batch: the development database sorts in
+// Go after reading every pending delivery of sub, so a read per delivery
+// cost a read of the whole backlog.
+func (st *Store) Due(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error) {
+	return st.find(ctx, "due deliveries", bson.M{"sub": sub, "status": string(delivery.Pending)},
+		bson.D{{Key: "seq", Value: 1}, {Key: "createdAt", Value: 1}}, limit)
+}
+
+// find returns up to limit deliveries matching filter in order sort; what
+// names the read in errors.
+func (st *Store) find(ctx context.Context, what string, filter bson.M, sort bson.D, limit int) ([]delivery.Delivery, error) {
+	cur, err := st.deliveries.Find(ctx, filter, options.Find().SetSort(sort).SetLimit(int64(limit)))
 	if err != nil {
-		return delivery.Delivery{}, false, fmt.Errorf("next delivery: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return d.delivery(), true, nil
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := make([]delivery.Delivery, len(docs))
+	for i, d := range docs {
+		out[i] = d.delivery()
+	}
+	return out, nil
+}
+
+// SaveAll replaces queued deliveries with one bulk write of replaces by
+// _id (no upsert: a delivery dropped with its subscription stays gone).
+func (st *Store) SaveAll(ctx context.Context, ds []delivery.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	models := make([]mongo.WriteModel, len(ds))
+	for i, d := range ds {
+		dd := st.toDoc(d)
+		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.M{"_id": dd.ID}).SetReplacement(dd)
+	}
+	if _, err := st.deliveries.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
+		return fmt.Errorf("save deliveries: %w", err)
+	}
+	return nil
 }
 
 // Save stores d, inserting it if needed (a test ping). A queued delivery
@@ -178,20 +208,7 @@ func (st *Store) Save(ctx context.Context, d delivery.Delivery) error {
 
 // Log returns sub's deliveries, newest first.
 func (st *Store) Log(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error) {
-	cur, err := st.deliveries.Find(ctx, bson.M{"sub": sub}, options.Find().
-		SetSort(bson.D{{Key: "createdAt", Value: -1}, {Key: "seq", Value: -1}}).SetLimit(int64(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("delivery log: %w", err)
-	}
-	var docs []doc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("delivery log: %w", err)
-	}
-	out := make([]delivery.Delivery, len(docs))
-	for i, d := range docs {
-		out[i] = d.delivery()
-	}
-	return out, nil
+	return st.find(ctx, "delivery log", bson.M{"sub": sub}, bson.D{{Key: "createdAt", Value: -1}, {Key: "seq", Value: -1}}, limit)
 }
 
 // Retry makes a delivery pending and due at now.

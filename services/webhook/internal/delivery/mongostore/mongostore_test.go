@@ -13,7 +13,7 @@ import (
 func TestMain(m *testing.M) { testkit.Main(m) }
 
 // The queue on the real database: a redelivered event queues nothing
-// twice, Next follows the stream order, a retry makes a finished delivery
+// twice, Due follows the stream order, SaveAll stores a batch, a retry makes a finished delivery
 // pending again, and one owner at a time holds a queue's lease.
 func TestQueueAndLease(t *testing.T) {
 	ctx := context.Background()
@@ -30,18 +30,20 @@ func TestQueueAndLease(t *testing.T) {
 	if n, err := st.Backlog(ctx, "wh_1"); err != nil || n != 3 {
 		t.Fatalf("backlog %d, %v; want 3", n, err)
 	}
-	first, ok, err := st.Next(ctx, "wh_1")
-	if err != nil || !ok || first.EventID != "a" {
-		t.Fatalf("Next = %+v %v %v, want event a (lowest sequence)", first, ok, err)
+	due, err := st.Due(ctx, "wh_1", 2)
+	if err != nil || len(due) != 2 || due[0].EventID != "a" || due[1].EventID != "b" {
+		t.Fatalf("Due = %+v %v, want events a, b (lowest sequences)", due, err)
 	}
+	first := due[0]
 	first.Status, first.DoneAt = delivery.Succeeded, now
 	first.AttemptCount, first.Attempts = 1, []delivery.Attempt{{At: now, StatusCode: 204, Latency: 3 * time.Millisecond}}
-	testkit.Must(t, st.Save(ctx, first), "save")
-	if next, _, _ := st.Next(ctx, "wh_1"); next.EventID != "b" {
-		t.Errorf("after a: %s, want b", next.EventID)
+	gone := d("gone", 9) // never queued (its subscription dropped): not stored again
+	testkit.Must(t, st.SaveAll(ctx, []delivery.Delivery{first, gone}), "save all")
+	if next, _ := st.Due(ctx, "wh_1", 10); len(next) != 2 || next[0].EventID != "b" {
+		t.Errorf("after a: %+v, want b, c", next)
 	}
 	testkit.Must(t, st.Retry(ctx, "wh_1", "a", now), "retry")
-	if next, _, _ := st.Next(ctx, "wh_1"); next.EventID != "a" || next.AttemptCount != 1 {
+	if next, _ := st.Due(ctx, "wh_1", 1); len(next) != 1 || next[0].EventID != "a" || next[0].AttemptCount != 1 {
 		t.Errorf("after the retry: %+v, want a again with its attempt kept", next)
 	}
 	if err := st.Retry(ctx, "wh_1", "nope", now); err != delivery.ErrNotFound {
