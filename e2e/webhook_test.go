@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,7 +16,9 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/testkit"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // hookReceiver is a webhook receiver started by a test on loopback. It keeps
@@ -113,7 +117,11 @@ func (st *Stack) subscribe(url string, types ...string) subscribed {
 }
 
 // tagEvents creates a category with n tags and deletes the tags one by
-// one: n tag.deleted events, in that order. It returns the tags' ids.
+// one: n tag.deleted events. It returns the tags' ids in the order of their
+// events in the stream: taxonomy's outbox relay publishes the events of
+// different tags concurrently (they have no order to keep), so a burst of
+// deletions may reach the stream in another order than it was made, and
+// webhooks keep the stream's order.
 func (st *Stack) tagEvents(category string, n int) []string {
 	st.t.Helper()
 	st.Must("POST", "/bo/tags-categories", map[string]string{"id": category, "name": "Cat " + category}, 201)
@@ -126,7 +134,35 @@ func (st *Stack) tagEvents(category string, n int) []string {
 	for _, id := range ids {
 		st.Must("DELETE", "/bo/tags/"+id, nil, 204)
 	}
-	return ids
+	return st.streamOrder(ids)
+}
+
+// streamOrder returns the tags of ids in the order of their tag.deleted
+// events in the LIBRARY stream.
+func (st *Stack) streamOrder(ids []string) []string {
+	st.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, js, err := events.Connect(ctx, "nats://"+st.natsAt, "e2e-order", testkit.Logger(st.t))
+	testkit.Must(st.t, err, "connect to NATS")
+	defer nc.Close()
+	c, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.TagDeleted}})
+	testkit.Must(st.t, err, "ordered consumer")
+	var order []string
+	for len(order) < len(ids) {
+		msg, err := c.Next(jetstream.FetchMaxWait(25 * time.Second))
+		testkit.Must(st.t, err, fmt.Sprintf("the tag.deleted events in the stream (%d of %d)", len(order), len(ids)))
+		var e struct {
+			Data struct {
+				TagID string `json:"tagId"`
+			} `json:"data"`
+		}
+		testkit.Must(st.t, json.Unmarshal(msg.Data(), &e), "event")
+		if slices.Contains(ids, e.Data.TagID) && !slices.Contains(order, e.Data.TagID) {
+			order = append(order, e.Data.TagID)
+		}
+	}
+	return order
 }
 
 func tagIDOf(t *testing.T, p payload) string {
