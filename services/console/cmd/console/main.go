@@ -111,6 +111,7 @@ func run(ctx context.Context) error {
 	// the pages, it does not take the console out of its Service.
 	health := httpx.NewHealth(nil)
 	engine := httpx.NewEngine(service, log)
+	engine.MaxMultipartMemory = 1 << 20 // the rest of an upload waits in a temporary file
 	health.Register(engine)
 	metrics.Register(engine) // the service's own port; the gateway forwards /console/ only
 	// A form carries at most one upload of the gateway's largest media

@@ -25,8 +25,11 @@ type Client struct {
 }
 
 // New returns a client of the admin listener at base (scheme and host).
+// Redirects are not followed: one would carry the person's token to
+// another path and repeat a write.
 func New(base *url.URL, timeout time.Duration) *Client {
-	return &Client{base: base, http: &http.Client{Timeout: timeout}}
+	return &Client{base: base, http: &http.Client{Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // FieldError is one entry of a problem's errors.
@@ -85,6 +88,13 @@ type request struct {
 // do sends r and decodes a 2xx JSON answer into out (when not nil); it
 // returns the answer's ETag.
 func (c *Client) do(ctx context.Context, r request, out any) (string, error) {
+	// An id of "." or ".." would make JoinPath call another route than the
+	// documented one it names (/bo/documents/.. is /bo): no such id exists.
+	for _, seg := range strings.Split(r.path, "/") {
+		if seg == "." || seg == ".." {
+			return "", &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: "no such id"}
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base.JoinPath(r.path).String(), r.body)
 	if err != nil {
 		return "", err

@@ -2,6 +2,8 @@ package pages
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -161,6 +163,32 @@ func (p *Pages) editDocument(c *gin.Context) {
 	p.showForm(c, http.StatusOK, d)
 }
 
+// formMemory is how much of a posted form is held in memory; the rest of
+// a file goes to a temporary file. sessionlessForm caps the body of a form
+// posted without a session (it comes back, typed, with the sign-in link).
+const (
+	formMemory      = 1 << 20
+	sessionlessForm = 1 << 20
+)
+
+// parseForm reads the posted form. A body over the limit (LimitBody, or
+// sessionlessForm) is a 413 saying so; nothing was sent to the API.
+func parseForm(c *gin.Context) error {
+	err := c.Request.ParseMultipartForm(formMemory)
+	if errors.Is(err, http.ErrNotMultipart) {
+		err = c.Request.ParseForm()
+	}
+	var big *http.MaxBytesError
+	if errors.As(err, &big) {
+		return &boclient.APIError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Detail: fmt.Sprintf(
+			"The form is larger than the console accepts (%d MiB), so nothing was saved. Go back to get what you typed and pick a smaller file.", big.Limit>>20)}
+	}
+	if err != nil {
+		return &boclient.APIError{Status: http.StatusBadRequest, Code: "bad_form", Detail: "The form could not be read, so nothing was saved. Go back and send it again."}
+	}
+	return nil
+}
+
 // typed is the form as posted.
 func typed(c *gin.Context) form {
 	return form{ID: c.Param("id"), ETag: c.PostForm("etag"), Type: c.PostForm("type"), Title: c.PostForm("title"),
@@ -175,11 +203,18 @@ func (p *Pages) updateDocument(c *gin.Context) { p.save(c, false) }
 // save sends the typed form to the API; whatever fails, the form comes
 // back with what was typed and the API's words next to the fields.
 func (p *Pages) save(c *gin.Context, create bool) {
+	s, ok := current(c)
+	if !ok { // the form comes back, but nobody unknown makes the console read a file
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, sessionlessForm)
+	}
+	if err := parseForm(c); err != nil {
+		p.fail(c, err) // never a call with a form that was not read: its fields would be empty
+		return
+	}
 	f := typed(c)
 	if create {
 		f.ID = ""
 	}
-	s, ok := current(c)
 	if !ok {
 		p.showForm(c, http.StatusUnauthorized, editData{Form: f, Err: sessionEnded})
 		return
