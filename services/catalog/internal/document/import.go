@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"regexp"
 	"time"
 
 	"github.com/doclib/libs/validation"
@@ -27,6 +28,9 @@ const WhyImport = "import"
 // nothing (no event): a create never does, deleted or not.
 func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error) {
 	if err := checkImport(d); err != nil {
+		return Document{}, false, err
+	}
+	if err := checkImportedContent(d); err != nil {
 		return Document{}, false, err
 	}
 	if got, err := s.store.Get(ctx, d.ID); err == nil {
@@ -62,17 +66,74 @@ func (s *Service) ImportRevision(ctx context.Context, r Revision) error {
 	if r.Version < 1 {
 		errs.Add("version", "must be 1 or more")
 	}
-	if r.Doc.ID != r.DocumentID || !r.Doc.Type.Valid() {
-		errs.Add("document", "must be a document of this id with a type")
+	if r.Doc.ID != r.DocumentID || !r.Doc.Type.Valid() || r.Doc.Version != r.Version {
+		errs.Add("document", "must be a document of this id and version with a type")
+	}
+	if !importableID.MatchString(r.DocumentID) {
+		errs.Add("id", "must be 1 to 64 letters, digits, '-' or '_'")
 	}
 	if err := errs.Err(); err != nil {
+		return err
+	}
+	if err := checkContent(r.Doc); err != nil {
+		return err
+	}
+	// Revisions go only to a document this import creates: into one that
+	// exists, they would become its history (the next write's own revision
+	// of that version would then be dropped as a duplicate).
+	if _, err := s.store.Get(ctx, r.DocumentID); err == nil {
+		if got, err := s.store.GetRevision(ctx, r.DocumentID, r.Version); err == nil && reflect.DeepEqual(normImport(got.Doc), normImport(r.Doc)) {
+			return nil
+		}
+		return ErrImportConflict
+	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return s.store.PutRevisions(ctx, []Revision{r})
 }
 
+// importableID is the shape of a document id an import may name (NewID
+// makes 22 of these characters): an export must be able to name it as an
+// archive entry, and a URL path segment must carry it as it is.
+var importableID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// checkImportedContent holds an imported document and its pending changes
+// to the rules of a create: an import sets ids, dates and authors, never
+// content an editor could not have written (unsanitised HTML, a
+// javascript: link, too long a title).
+func checkImportedContent(d Document) error {
+	if err := checkContent(d); err != nil {
+		return err
+	}
+	if d.Draft != nil {
+		return checkContent(*d.Draft)
+	}
+	return nil
+}
+
+// checkContent validates d's content as a create would, and refuses it
+// when the catalog would have stored it otherwise (sanitised, trimmed).
+func checkContent(d Document) error {
+	in := Input{Type: string(d.Type), Title: d.Title, TagsIDs: d.TagsIDs, URL: d.URL, Content: d.Content,
+		Sources: d.Sources, ImagesIDs: d.ImagesIDs, RelatedIDs: d.RelatedIDs}
+	if d.File != nil {
+		in.FileID = d.File.ID
+	}
+	v, errs := validate(in)
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	if v.Title != d.Title || v.URL != d.URL || v.Content != d.Content {
+		return validation.Errors{{Field: "content", Message: "is not as the catalog stores it (it would be sanitised or trimmed): an import holds content a create makes"}}
+	}
+	return nil
+}
+
 func checkImport(d Document) error {
 	var errs validation.Errors
+	if !importableID.MatchString(d.ID) {
+		errs.Add("id", "must be 1 to 64 letters, digits, '-' or '_'")
+	}
 	if !d.Type.Valid() {
 		errs.Add("type", "must be one of PDF, LINK, MARKDOWN, HTML")
 	}
