@@ -150,6 +150,7 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	// Their routes answer the same whether they wrote or found the record.
 	fmt.Fprintf(stdout, "%-9s written %d (or already there), kept %d\n", "revision", res.Unchanged["revision"], res.Kept["revision"])
 	fmt.Fprintf(stdout, "%-9s written %d\n", "settings", res.Unchanged["settings"])
+	sort.Strings(res.KeptIDs) // documents are imported concurrently: their order is not the archive's
 	for _, id := range res.KeptIDs {
 		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
 	}
