@@ -42,7 +42,7 @@ help:
 # libvips-tools: the vipsthumbnail the rendition benchmark compares with.
 DEBS_DEV   := libvips-dev
 DEBS_TEST  := $(DEBS_DEV) chromium
-DEBS_BENCH := $(DEBS_DEV) nginx-light wrk libvips-tools
+DEBS_BENCH := $(DEBS_DEV) nginx-light wrk libvips-tools time
 
 dev: tools build
 	@$(BIN)/devstack

@@ -23,7 +23,11 @@ func runExport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	zstd := fs.Bool("zstd", false, "compress with zstd")
 	out := fs.String("o", "-", "the archive file")
 	toBucket := fs.Bool("s3", false, "write to the S3 bucket DOCLIB_BACKUP_BUCKET and keep the newest DOCLIB_BACKUP_KEEP")
+	workers := workersFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkWorkers(*workers); err != nil {
 		return err
 	}
 	cfg, err := loadConfig()
@@ -32,17 +36,17 @@ func runExport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	}
 	c := client.New(cfg.URL, cfg.Token)
 	if *toBucket {
-		return exportToBucket(ctx, c, *zstd, cfg.URL, stdout, log)
+		return exportToBucket(ctx, c, *zstd, cfg.URL, *workers, stdout, log)
 	}
 	if *out == "-" {
-		return export.Run(ctx, c, stdout, *zstd, cfg.URL, log)
+		return export.Run(ctx, c, stdout, *zstd, cfg.URL, *workers, log)
 	}
-	return writeAtomically(*out, func(w io.Writer) error { return export.Run(ctx, c, w, *zstd, cfg.URL, log) })
+	return writeAtomically(*out, func(w io.Writer) error { return export.Run(ctx, c, w, *zstd, cfg.URL, *workers, log) })
 }
 
 // exportToBucket streams the archive into the backup bucket, then removes
 // all but the newest archives there.
-func exportToBucket(ctx context.Context, c *client.Client, zstd bool, source string, stdout io.Writer, log *slog.Logger) error {
+func exportToBucket(ctx context.Context, c *client.Client, zstd bool, source string, workers int, stdout io.Writer, log *slog.Logger) error {
 	bc, err := loadBucketConfig()
 	if err != nil {
 		return err
@@ -52,7 +56,7 @@ func exportToBucket(ctx context.Context, c *client.Client, zstd bool, source str
 		return err
 	}
 	name := store.Name(time.Now(), zstd)
-	if err := store.Write(ctx, name, func(w io.Writer) error { return export.Run(ctx, c, w, zstd, source, log) }); err != nil {
+	if err := store.Write(ctx, name, func(w io.Writer) error { return export.Run(ctx, c, w, zstd, source, workers, log) }); err != nil {
 		return fmt.Errorf("export to s3://%s/%s: %w", bc.Bucket, name, err)
 	}
 	fmt.Fprintf(stdout, "wrote s3://%s/%s\n", bc.Bucket, name)
@@ -125,23 +129,28 @@ func runVerify(args []string, stdout io.Writer) error {
 func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
 	fs := newFlags("import")
 	merge := fs.Bool("merge", false, "add to a non-empty installation (records there stay as they are)")
+	workers := workersFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkWorkers(*workers); err != nil {
+		return err
+	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: doclib import [-merge] ARCHIVE (a file: it is read twice, verified first)")
+		return errors.New("usage: doclib import [-merge] [-workers N] ARCHIVE (a file: it is read twice, verified first)")
 	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
-	res, err := restore.Run(ctx, client.New(cfg.URL, cfg.Token), fs.Arg(0), *merge, log)
+	res, err := restore.Run(ctx, client.New(cfg.URL, cfg.Token), fs.Arg(0), *merge, *workers, log)
 	for _, kind := range []string{"category", "tag", "media", "document"} {
 		fmt.Fprintf(stdout, "%-9s created %d, unchanged %d, kept %d\n", kind, res.Created[kind], res.Unchanged[kind], res.Kept[kind])
 	}
 	// Their routes answer the same whether they wrote or found the record.
 	fmt.Fprintf(stdout, "%-9s written %d (or already there), kept %d\n", "revision", res.Unchanged["revision"], res.Kept["revision"])
 	fmt.Fprintf(stdout, "%-9s written %d\n", "settings", res.Unchanged["settings"])
+	sort.Strings(res.KeptIDs) // documents are imported concurrently: their order is not the archive's
 	for _, id := range res.KeptIDs {
 		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
 	}

@@ -3,9 +3,9 @@
 // back-office API (DOCLIB_URL, the admin listener; DOCLIB_TOKEN, an editor's
 // bearer token).
 //
-//	doclib export [-zstd] [-o FILE]      (stdout without -o)
+//	doclib export [-zstd] [-workers N] [-o FILE]      (stdout without -o)
 //	doclib verify ARCHIVE
-//	doclib import [-merge] ARCHIVE
+//	doclib import [-merge] [-workers N] ARCHIVE
 package main
 
 import (
@@ -40,6 +40,7 @@ const usage = `usage:
   doclib export [-zstd] -s3         write it to DOCLIB_BACKUP_BUCKET, keep the newest DOCLIB_BACKUP_KEEP (7)
   doclib verify ARCHIVE             check every digest and reference, import nothing
   doclib import [-merge] ARCHIVE    write the archive into the installation
+  -workers N (export, import)       requests in flight at once, 1 to 32 (6)
 environment: DOCLIB_URL (the gateway's admin listener), DOCLIB_TOKEN (an editor's token)`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -117,4 +118,18 @@ func newFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// workersFlag is -workers: how many requests export and import have in
+// flight at once. A few hide the round trips; many would only load the
+// services the editors use meanwhile.
+func workersFlag(fs *flag.FlagSet) *int {
+	return fs.Int("workers", 6, "requests in flight at once (1 to 32)")
+}
+
+func checkWorkers(n int) error {
+	if n < 1 || n > 32 {
+		return fmt.Errorf("-workers %d: give 1 to 32", n)
+	}
+	return nil
 }

@@ -30,7 +30,10 @@ type Writer struct {
 func NewWriter(w io.Writer, compress bool, source string, now func() time.Time) (*Writer, error) {
 	aw := &Writer{seen: map[string]bool{}, now: now}
 	if compress {
-		zw, err := zstd.NewWriter(w)
+		// One encoder: by default there is one per CPU, each with its
+		// window's buffers, memory the stream does not need to stay fast
+		// (the network, not the CPU, is the limit).
+		zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
 		if err != nil {
 			return nil, fmt.Errorf("start zstd: %w", err)
 		}

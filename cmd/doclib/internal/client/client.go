@@ -34,7 +34,15 @@ type Client struct {
 // New returns a client of the gateway's admin listener at base.
 func New(base, token string) *Client {
 	return &Client{base: strings.TrimRight(base, "/"), token: token, Attempts: 8, Wait: 250 * time.Millisecond,
-		http: &http.Client{Timeout: 0}} // no overall timeout: a media download may take long
+		// No overall timeout: a media download may take long. Idle
+		// connections are kept for every worker (the default keeps 2).
+		http: &http.Client{Timeout: 0, Transport: transport()}}
+}
+
+func transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	return t
 }
 
 // StatusError is an answer doclib did not expect.

@@ -19,31 +19,34 @@ import (
 var errGone = errors.New("gone")
 
 // document writes the document id, after everything it names, unless it
-// was written already; errGone when it no longer exists.
-func (e *Exporter) document(ctx context.Context, id string) error {
+// was written already; errGone when it no longer exists. pre is the
+// document read ahead, or nil; a read ahead that failed is done again
+// here, where a document gone is handled.
+func (e *Exporter) document(ctx context.Context, id string, pre *fetched) error {
 	if e.docs[id] {
 		return nil
 	}
 	e.docs[id] = true
 	deadline := time.Now().Add(e.Retry)
 	for {
-		detail, version, refs, err := e.readDocument(ctx, id)
-		if errors.Is(err, client.ErrNotFound) {
+		f := e.read(ctx, id, pre)
+		pre = nil // a document read again is read now
+		if errors.Is(f.err, client.ErrNotFound) {
 			delete(e.docs, id)
 			return errGone
 		}
-		if err != nil {
-			return err
+		if f.err != nil {
+			return f.err
 		}
-		missing, err := e.resolve(ctx, refs)
+		missing, err := e.resolve(ctx, f.refs)
 		if err != nil {
 			return err
 		}
 		if missing == "" {
-			return e.writeDocument(ctx, id, detail, version)
+			return e.writeDocument(ctx, id, f.detail, f.version, f.revs)
 		}
 		if time.Now().After(deadline) {
-			return e.repair(ctx, id, detail, version)
+			return e.repair(ctx, id, f.detail, f.version)
 		}
 		e.log.Info("a reference of a document disappeared; reading it again", "document", id, "missing", missing)
 		select {
@@ -52,6 +55,16 @@ func (e *Exporter) document(ctx context.Context, id string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// read is pre when it was read ahead without error, else the document
+// read now (its revisions are read when it is written).
+func (e *Exporter) read(ctx context.Context, id string, pre *fetched) fetched {
+	if pre != nil && pre.err == nil {
+		return *pre
+	}
+	detail, version, refs, err := e.readDocument(ctx, id)
+	return fetched{detail: detail, version: version, refs: refs, err: err}
 }
 
 func (e *Exporter) readDocument(ctx context.Context, id string) (json.RawMessage, int64, library.Refs, error) {
@@ -100,7 +113,7 @@ func (e *Exporter) resolve(ctx context.Context, refs library.Refs) (string, erro
 		}
 	}
 	for _, d := range refs.Documents {
-		if err := e.document(ctx, d); errors.Is(err, errGone) {
+		if err := e.document(ctx, d, nil); errors.Is(err, errGone) {
 			return "document " + d, nil
 		} else if err != nil {
 			return "", err
@@ -109,10 +122,14 @@ func (e *Exporter) resolve(ctx context.Context, refs library.Refs) (string, erro
 	return "", nil
 }
 
-// writeDocument reads the revisions up to version (a write since the
-// detail was read may have added some) and writes the entry.
-func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.RawMessage, version int64) error {
-	revs, err := e.revisions(ctx, id, version)
+// writeDocument writes the entry with revs, the revisions up to version
+// (a write since the detail was read may have added some), read now when
+// nil (not read ahead).
+func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.RawMessage, version int64, revs []json.RawMessage) error {
+	var err error
+	if revs == nil {
+		revs, err = e.revisions(ctx, id, version)
+	}
 	if errors.Is(err, client.ErrNotFound) {
 		delete(e.docs, id)
 		return errGone
@@ -221,7 +238,7 @@ func (e *Exporter) repair(ctx context.Context, id string, detail json.RawMessage
 	e.log.Warn("a document named records deleted meanwhile; the archive holds it without them, as the catalog will",
 		"document", id, "dropped", dropped)
 	e.repaired++
-	return e.writeDocument(ctx, id, fixed, version)
+	return e.writeDocument(ctx, id, fixed, version, nil)
 }
 
 func asObject(v any) map[string]any {

@@ -48,19 +48,21 @@ type Exporter struct {
 	revisionCount int
 	repaired      int
 	mediaBytes    int
+	workers       int // documents read ahead at a time
 	// Retry bounds how long a document whose reference disappeared is read
 	// again before the export fails.
 	Retry time.Duration
 }
 
-// Run writes the archive of the installation c reaches to out.
-func Run(ctx context.Context, c *client.Client, out io.Writer, compress bool, source string, log *slog.Logger) error {
+// Run writes the archive of the installation c reaches to out, reading up
+// to workers documents ahead.
+func Run(ctx context.Context, c *client.Client, out io.Writer, compress bool, source string, workers int, log *slog.Logger) error {
 	w, err := archive.NewWriter(out, compress, source, time.Now)
 	if err != nil {
 		return err
 	}
 	e := &Exporter{c: c, w: w, log: log, categories: map[string]json.RawMessage{}, tags: map[string]json.RawMessage{},
-		media: map[string]json.RawMessage{}, docs: map[string]bool{}, Retry: 10 * time.Second}
+		media: map[string]json.RawMessage{}, docs: map[string]bool{}, Retry: 10 * time.Second, workers: workers}
 	if err := e.run(ctx); err != nil {
 		return err
 	}
@@ -78,8 +80,15 @@ func (e *Exporter) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := e.document(ctx, id); err != nil && !errors.Is(err, errGone) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the reads ahead when the export fails
+	pre := e.startPrefetch(ctx, ids, e.workers)
+	for i, id := range ids {
+		f, err := pre.take(ctx, i)
+		if err != nil {
+			return err
+		}
+		if err := e.document(ctx, id, &f); err != nil && !errors.Is(err, errGone) {
 			return err
 		}
 	}

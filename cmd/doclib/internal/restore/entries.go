@@ -27,7 +27,7 @@ func (in *Importer) put(ctx context.Context, entry, kind, id, path string, body 
 		if !in.merge {
 			return fmt.Errorf("entry %s: %s %s exists and differs: %w", entry, kind, id, err)
 		}
-		in.result.count(kind, 0, true, id)
+		in.count(kind, 0, true, id)
 		return nil
 	}
 	if err != nil {
@@ -35,7 +35,7 @@ func (in *Importer) put(ctx context.Context, entry, kind, id, path string, body 
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	in.result.count(kind, resp.StatusCode, false, id)
+	in.count(kind, resp.StatusCode, false, id)
 	return nil
 }
 
@@ -92,6 +92,11 @@ func eachRecord(raw []byte, fn func(id string, raw []byte) error) error {
 }
 
 // entries imports each media file and document as the archive holds them.
+// Media are streamed in the archive's order, one at a time (their bytes
+// come from the one archive stream); documents, small, are sent by the
+// pool meanwhile: each after the media written before it in the archive
+// (all it names: the exporter writes a document after them) and after the
+// documents it pins that this run sends (they are earlier in the archive).
 func (in *Importer) entries(ctx context.Context, ar *archive.Reader, contents library.Contents) error {
 	records := map[string][]byte{}
 	if err := eachRecord(contents.Raw[archive.KindMediaRecords], func(id string, raw []byte) error {
@@ -100,27 +105,35 @@ func (in *Importer) entries(ctx context.Context, ar *archive.Reader, contents li
 	}); err != nil {
 		return err
 	}
+	p := newPool(ctx, in.workers)
+	done := map[string]chan struct{}{} // documents sent by this run, closed once imported
 	for {
 		f, err := ar.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
+		}
+		if err == nil {
+			switch f.Kind {
+			case archive.KindMediaFile:
+				err = in.media(p.ctx, f, records[f.ID])
+			case archive.KindDocument:
+				err = in.startDocument(p, f, done)
+			}
 		}
 		if err != nil {
-			return err
-		}
-		switch f.Kind {
-		case archive.KindMediaFile:
-			err = in.media(ctx, f, records[f.ID])
-		case archive.KindDocument:
-			err = in.document(ctx, f)
-		}
-		if err != nil {
-			return err
+			p.fail(err)
+			break
 		}
 	}
+	if err := p.wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
-func (in *Importer) document(ctx context.Context, f *archive.File) error {
+// startDocument reads a document entry and hands it to the pool, to be
+// sent once the documents it pins are.
+func (in *Importer) startDocument(p *pool, f *archive.File, done map[string]chan struct{}) error {
 	raw, err := f.Bytes()
 	if err != nil {
 		return err
@@ -129,20 +142,53 @@ func (in *Importer) document(ctx context.Context, f *archive.File) error {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return fmt.Errorf("entry %s: %w", f.Path, err)
 	}
-	base := "/bo/import/documents/" + f.ID
+	refs, err := library.DocumentRefs(d.Document)
+	if err != nil {
+		return fmt.Errorf("entry %s: %w", f.Path, err)
+	}
+	var deps []chan struct{}
+	for _, id := range refs.Documents {
+		if ch, ok := done[id]; ok {
+			deps = append(deps, ch)
+		}
+	}
+	mine := make(chan struct{})
+	done[f.ID] = mine
+	entry, id := f.Path, f.ID
+	p.goRun(func(ctx context.Context) error {
+		for _, ch := range deps {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := in.document(ctx, entry, id, d); err != nil {
+			return err
+		}
+		close(mine)
+		return nil
+	})
+	return nil
+}
+
+// document sends a document's revisions, then the document (the catalog
+// takes a document's revisions before it).
+func (in *Importer) document(ctx context.Context, entry, id string, d library.Document) error {
+	base := "/bo/import/documents/" + id
 	for _, rev := range d.Revisions {
 		var r struct {
 			Version int64 `json:"version"`
 		}
 		if err := json.Unmarshal(rev, &r); err != nil {
-			return fmt.Errorf("entry %s: a revision: %w", f.Path, err)
+			return fmt.Errorf("entry %s: a revision: %w", entry, err)
 		}
 		v := strconv.FormatInt(r.Version, 10)
-		if err := in.put(ctx, f.Path, "revision", f.ID+"/"+v, base+"/revisions/"+v, client.JSON(rev)); err != nil {
+		if err := in.put(ctx, entry, "revision", id+"/"+v, base+"/revisions/"+v, client.JSON(rev)); err != nil {
 			return err
 		}
 	}
-	return in.put(ctx, f.Path, "document", f.ID, base, client.JSON(d.Document))
+	return in.put(ctx, entry, "document", id, base, client.JSON(d.Document))
 }
 
 // media streams a media file with its record as one multipart request,

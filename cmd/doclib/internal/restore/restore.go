@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/doclib/cmd/doclib/internal/archive"
 	"github.com/doclib/cmd/doclib/internal/client"
@@ -53,17 +54,25 @@ func (r *Result) count(kind string, status int, conflict bool, id string) {
 
 // Importer writes one archive.
 type Importer struct {
-	c      *client.Client
-	log    *slog.Logger
-	merge  bool
-	result Result
+	c       *client.Client
+	log     *slog.Logger
+	merge   bool
+	workers int        // requests in flight at once
+	mu      sync.Mutex // result: requests run concurrently
+	result  Result
+}
+
+func (in *Importer) count(kind string, status int, conflict bool, id string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.result.count(kind, status, conflict, id)
 }
 
 // Run imports the archive file path into the installation c reaches.
 // Without merge, an installation holding any record the archive does not
 // is refused (it is not empty, nor an earlier run of this import).
-func Run(ctx context.Context, c *client.Client, path string, merge bool, log *slog.Logger) (Result, error) {
-	in := &Importer{c: c, log: log, merge: merge,
+func Run(ctx context.Context, c *client.Client, path string, merge bool, workers int, log *slog.Logger) (Result, error) {
+	in := &Importer{c: c, log: log, merge: merge, workers: workers,
 		result: Result{Created: map[string]int{}, Unchanged: map[string]int{}, Kept: map[string]int{}}}
 	contents, err := verify(path)
 	if err != nil {
