@@ -162,3 +162,27 @@ func (c *Client) Upload(ctx context.Context, token, name string, data io.Reader)
 	_, err := c.do(ctx, request{method: http.MethodPost, path: "/bo/medias", token: token, body: body, contentType: ct}, &out)
 	return out, err
 }
+
+// RenameCategory changes a category's name.
+func (c *Client) RenameCategory(ctx context.Context, token, id, name string) error {
+	_, err := c.do(ctx, jsonRequest(http.MethodPatch, "/bo/tags-categories/"+url.PathEscape(id), token, map[string]string{"name": name}), nil)
+	return err
+}
+
+// DeleteCategory deletes a category and every tag in it.
+func (c *Client) DeleteCategory(ctx context.Context, token, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/tags-categories/" + url.PathEscape(id), token: token}, nil)
+	return err
+}
+
+// RenameTag changes a tag's name.
+func (c *Client) RenameTag(ctx context.Context, token, id, name string) error {
+	_, err := c.do(ctx, jsonRequest(http.MethodPatch, "/bo/tags/"+url.PathEscape(id), token, map[string]string{"name": name}), nil)
+	return err
+}
+
+// DeleteTag deletes a tag; documents lose it.
+func (c *Client) DeleteTag(ctx context.Context, token, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/tags/" + url.PathEscape(id), token: token}, nil)
+	return err
+}

@@ -96,6 +96,16 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/new", p.requireEditor, p.createDocument)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+
+	g.GET("/tags", p.tagsPage)
+	g.POST("/tags", p.requireEditor, p.createTag)
+	g.POST("/tags/:id", p.requireEditor, p.renameTag)
+	g.GET("/tags/:id/delete", p.requireEditor, p.confirmDelete("tag"))
+	g.POST("/tags/:id/delete", p.requireEditor, p.deleteTag)
+	g.POST("/categories", p.requireEditor, p.createCategory)
+	g.POST("/categories/:id", p.requireEditor, p.renameCategory)
+	g.GET("/categories/:id/delete", p.requireEditor, p.confirmDelete("category"))
+	g.POST("/categories/:id/delete", p.requireEditor, p.deleteCategory)
 }
 
 // view is what every page template gets.
