@@ -69,6 +69,7 @@ func New(cfg Config) (*Pages, error) {
 
 var funcs = template.FuncMap{
 	"join": strings.Join,
+	"size": size,
 	"has": func(list []string, v string) bool {
 		for _, x := range list {
 			if x == v {
@@ -106,6 +107,14 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/categories/:id", p.requireEditor, p.renameCategory)
 	g.GET("/categories/:id/delete", p.requireEditor, p.confirmDelete("category"))
 	g.POST("/categories/:id/delete", p.requireEditor, p.deleteCategory)
+
+	g.GET("/media", p.mediaPage)
+	g.POST("/media", p.requireEditor, p.uploadMedia)
+	g.GET("/media/:id/download", p.downloadMedia)
+	g.POST("/media/:id/delete", p.requireEditor, p.deleteMedia)
+
+	g.GET("/settings", p.settingsPage)
+	g.POST("/settings", p.requireEditor, p.saveSettings)
 }
 
 // view is what every page template gets.
