@@ -29,6 +29,8 @@ type mediaData struct {
 	// Refused is the media whose deletion the API refused, and why.
 	RefusedID string
 	Refused   *boclient.APIError
+	// UsedBy are the documents the refusal names, by title.
+	UsedBy []boclient.DocumentShort
 }
 
 // RefusedFor is the API's reason for refusing to delete media id.
@@ -116,10 +118,31 @@ func (p *Pages) deleteMedia(c *gin.Context) {
 			p.fail(c, err)
 			return
 		}
-		p.showMedia(c, status(e), mediaData{RefusedID: c.Param("id"), Refused: e})
+		d := mediaData{RefusedID: c.Param("id"), Refused: e}
+		if e.Code == "media_in_use" {
+			d.UsedBy = p.named(ctx, s.Token, e.Detail)
+		}
+		p.showMedia(c, status(e), d)
 		return
 	}
 	c.Redirect(http.StatusSeeOther, Base+"/media?"+url.Values{"done": {"deleted"}}.Encode())
+}
+
+// named are the documents whose ids text names (the detail of a
+// media_in_use refusal names them by id), so that the page can say their
+// titles; none when the listing cannot be read.
+func (p *Pages) named(ctx context.Context, token, text string) []boclient.DocumentShort {
+	docs, err := p.cfg.API.Documents(ctx, token)
+	if err != nil {
+		return nil
+	}
+	var out []boclient.DocumentShort
+	for _, d := range docs {
+		if d.ID != "" && strings.Contains(text, d.ID) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // downloadMedia passes a media's bytes through with the person's token
