@@ -32,6 +32,9 @@ func TestConsole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("render console-values.yaml: %v", err)
 	}
+	if notes := out["doclib/templates/NOTES.txt"]; !strings.Contains(notes, "Console:         https://admin.library.example.com/console/") {
+		t.Errorf("NOTES.txt does not say where the console is:\n%s", notes)
+	}
 	m := decode(t, out)
 	d := deployment(t, m, "console")
 	checkDeployment(t, d, []string{"doclib-bo"})
