@@ -19,6 +19,7 @@ func consolePages(t *testing.T, b *browser, st *Stack, axe, admin, run string) {
 	var mediaID string
 	t.Run("media", func(t *testing.T) { mediaID = mediaPage(t, b, st, axe, admin, run) })
 	t.Run("settings", func(t *testing.T) { settingsPage(t, b, st, axe, admin, run) })
+	t.Run("360 px wide", func(t *testing.T) { narrow(t, b, admin) })
 	t.Run("a viewer cannot edit tags, media or settings", func(t *testing.T) { viewerPages(t, st, mediaID) })
 }
 
@@ -210,6 +211,20 @@ func viewerPages(t *testing.T, st *Stack, mediaID string) {
 		}
 		if readAll(t, res); res.StatusCode != http.StatusForbidden {
 			t.Errorf("a viewer's POST %s: %d, want 403", path, res.StatusCode)
+		}
+	}
+}
+
+// narrow: at 360 px the new pages scroll down, never sideways (a wide
+// table scrolls inside its own box).
+func narrow(t *testing.T, b *browser, admin string) {
+	b.run(t, "360 px", chromedp.EmulateViewport(360, 800))
+	defer b.run(t, "back to 1440 px", chromedp.EmulateViewport(1440, 1000))
+	for _, page := range []string{"/tags", "/media", "/settings"} {
+		b.run(t, page, chromedp.Navigate(admin+page), chromedp.WaitVisible(chromedp.ID("main")))
+		wide := get(t, b, page+" width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		if wide > 361 {
+			t.Errorf("%s at 360 px is %d px wide: it scrolls sideways (screenshot: %s)", page, wide, b.screenshot(t))
 		}
 	}
 }
