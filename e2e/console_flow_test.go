@@ -124,6 +124,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 			t.Errorf("relatedIds = %v, want [%s]", d.RelatedIds, docs["MARKDOWN"])
 		}
 	})
+	consolePages(t, b, st, axe, admin, run)
 	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })

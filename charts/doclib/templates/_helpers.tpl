@@ -1,9 +1,14 @@
 {{/*
-The five services, in start-up order. Templates range over this list and
-read each service's block of values with `index $.Values $name`.
+The five services, in start-up order, and the console when console.enabled.
+Templates range over this list and read each service's block of values with
+`index $.Values $name`.
 */}}
 {{- define "doclib.serviceNames" -}}
+{{- if .Values.console.enabled -}}
+["taxonomy","media","catalog","webhook","gateway","console"]
+{{- else -}}
 ["taxonomy","media","catalog","webhook","gateway"]
+{{- end }}
 {{- end }}
 
 {{- define "doclib.name" -}}
@@ -133,6 +138,9 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- if not (or .Values.s3.existingSecret (and .Values.s3.accessKey .Values.s3.secretKey)) }}
 {{- fail "s3: set s3.existingSecret (a Secret with the access and secret keys) or both s3.accessKey and s3.secretKey" }}
 {{- end }}
+{{- if and .Values.console.enabled (not .Values.console.origin) }}
+{{- fail "console.origin is required when console.enabled: where browsers reach the console, e.g. https://admin.library.example.com (CONSOLE_ORIGIN; form posts from elsewhere are refused)" }}
+{{- end }}
 {{- if eq (int .Values.gateway.port) (int .Values.gateway.adminPort) }}
 {{- fail "gateway.port and gateway.adminPort must differ: /bo is served on the admin listener only" }}
 {{- end }}
@@ -216,6 +224,9 @@ secrets and the downward API come after, then extraEnv.
 {{- $_ := set $plain "CATALOG_URL" (include "doclib.url" (dict "root" $root "name" "catalog")) }}
 {{- $_ := set $plain "MEDIA_URL" (include "doclib.url" (dict "root" $root "name" "media")) }}
 {{- $_ := set $plain "WEBHOOK_URL" (include "doclib.url" (dict "root" $root "name" "webhook")) }}
+{{- if $v.console.enabled }}
+{{- $_ := set $plain "CONSOLE_URL" (include "doclib.url" (dict "root" $root "name" "console")) }}
+{{- end }}
 {{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
 {{- if $v.bo.oidc.issuerUrl }}
 {{- $_ := set $plain "OIDC_ISSUER_URL" $v.bo.oidc.issuerUrl }}
@@ -225,6 +236,14 @@ secrets and the downward API come after, then extraEnv.
 {{- with $svc.trustedProxies }}
 {{- $_ := set $plain "TRUSTED_PROXIES" (join "," .) }}
 {{- end }}
+{{- end }}
+{{- if eq $name "console" }}
+{{- $_ := set $plain "CONSOLE_API_URL" (printf "http://%s:%v" (include "doclib.componentName" (dict "root" $root "name" "gateway")) $v.gateway.adminPort) }}
+{{- $_ := set $plain "CONSOLE_ORIGIN" $svc.origin }}
+{{- $_ := set $plain "CONSOLE_SESSION_TTL" $svc.sessionTTL }}
+{{- /* The only sign-in the console has (OIDC is not built): a back-office API token. */}}
+{{- $_ := set $plain "CONSOLE_TOKEN_SIGNIN" "true" }}
+{{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
 {{- end }}
 {{- range $k, $val := $svc.env }}
 {{- $_ := set $plain $k $val }}
@@ -250,11 +269,13 @@ secrets and the downward API come after, then extraEnv.
 - name: {{ $k }}
   value: {{ $val | toString | quote }}
 {{- end }}
+{{- if ne $name "console" }}
 - name: IDENTITY_SIGNING_KEY
   valueFrom:
     secretKeyRef:
       name: {{ include "doclib.secretName.identity" $root }}
       key: {{ include "doclib.secretKey.identity" $root }}
+{{- end }}
 {{- if has $name (list "taxonomy" "catalog" "media" "webhook") }}
 - name: MONGODB_URI
   valueFrom:

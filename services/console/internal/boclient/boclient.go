@@ -88,16 +88,38 @@ type request struct {
 // do sends r and decodes a 2xx JSON answer into out (when not nil); it
 // returns the answer's ETag.
 func (c *Client) do(ctx context.Context, r request, out any) (string, error) {
+	_, etag, err := c.send(ctx, r, out)
+	return etag, err
+}
+
+// send is do that also returns the answer's 2xx status.
+func (c *Client) send(ctx context.Context, r request, out any) (int, string, error) {
+	res, err := c.open(ctx, r)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	if out == nil || res.StatusCode == http.StatusNoContent {
+		return res.StatusCode, res.Header.Get("ETag"), nil
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return 0, "", AsAPIError(err)
+	}
+	return res.StatusCode, res.Header.Get("ETag"), nil
+}
+
+// open sends r and returns a 2xx answer with its body still to read.
+func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	// An id of "." or ".." would make JoinPath call another route than the
 	// documented one it names (/bo/documents/.. is /bo): no such id exists.
 	for _, seg := range strings.Split(r.path, "/") {
 		if seg == "." || seg == ".." {
-			return "", &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: "no such id"}
+			return nil, &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: "no such id"}
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, c.base.JoinPath(r.path).String(), r.body)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+r.token)
 	req.Header.Set("Accept", "application/json")
@@ -109,19 +131,13 @@ func (c *Client) do(ctx context.Context, r request, out any) (string, error) {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return "", unreachable(err)
+		return nil, unreachable(err)
 	}
-	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
-		return "", readProblem(res)
+		defer res.Body.Close()
+		return nil, readProblem(res)
 	}
-	if out == nil || res.StatusCode == http.StatusNoContent {
-		return res.Header.Get("ETag"), nil
-	}
-	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
-		return "", AsAPIError(err)
-	}
-	return res.Header.Get("ETag"), nil
+	return res, nil
 }
 
 func readProblem(res *http.Response) *APIError {

@@ -76,13 +76,15 @@ type Category struct {
 
 // Media is a media record.
 type Media struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	MimeType string `json:"mimeType"`
-	Size     int64  `json:"size"`
-	SHA256   string `json:"sha256"`
-	Width    int    `json:"width"`
-	Height   int    `json:"height"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MimeType  string `json:"mimeType"`
+	Size      int64  `json:"size"`
+	SHA256    string `json:"sha256"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
+	CreatedAt string `json:"createdAt"`
+	CreatedBy string `json:"createdBy"`
 }
 
 // Documents is every document, deleted ones included.
@@ -157,8 +159,70 @@ func (c *Client) Medias(ctx context.Context, token string) ([]Media, error) {
 
 // Upload stores a file as a media record.
 func (c *Client) Upload(ctx context.Context, token, name string, data io.Reader) (Media, error) {
+	m, _, err := c.UploadMedia(ctx, token, name, data)
+	return m, err
+}
+
+// UploadMedia stores a file as a media record; existed is true when the
+// same bytes were stored already and the answer is that media (200).
+func (c *Client) UploadMedia(ctx context.Context, token, name string, data io.Reader) (m Media, existed bool, err error) {
 	body, ct := upload(name, data)
-	var out Media
-	_, err := c.do(ctx, request{method: http.MethodPost, path: "/bo/medias", token: token, body: body, contentType: ct}, &out)
+	st, _, err := c.send(ctx, request{method: http.MethodPost, path: "/bo/medias", token: token, body: body, contentType: ct}, &m)
+	return m, st == http.StatusOK, err
+}
+
+// DeleteMedia deletes a media (409 media_in_use while a document uses it).
+func (c *Client) DeleteMedia(ctx context.Context, token, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/medias/" + url.PathEscape(id), token: token}, nil)
+	return err
+}
+
+// DownloadMedia opens a media's bytes; the caller closes the body.
+func (c *Client) DownloadMedia(ctx context.Context, token, id string) (*http.Response, error) {
+	return c.open(ctx, request{method: http.MethodGet, path: "/bo/medias/" + url.PathEscape(id) + "/download", token: token})
+}
+
+// Config is the public settings as the back-office reads them.
+type Config struct {
+	ModeratorEmail string `json:"moderatorEmail"`
+	UpdatedAt      string `json:"updatedAt"`
+	UpdatedBy      string `json:"updatedBy"`
+}
+
+// Config reads the public settings.
+func (c *Client) Config(ctx context.Context, token string) (Config, error) {
+	var out Config
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/bo/config", token: token}, &out)
 	return out, err
+}
+
+// SetConfig sets the moderator's e-mail address.
+func (c *Client) SetConfig(ctx context.Context, token, email string) (Config, error) {
+	var out Config
+	_, err := c.do(ctx, jsonRequest(http.MethodPut, "/bo/config", token, map[string]string{"moderatorEmail": email}), &out)
+	return out, err
+}
+
+// RenameCategory changes a category's name.
+func (c *Client) RenameCategory(ctx context.Context, token, id, name string) error {
+	_, err := c.do(ctx, jsonRequest(http.MethodPatch, "/bo/tags-categories/"+url.PathEscape(id), token, map[string]string{"name": name}), nil)
+	return err
+}
+
+// DeleteCategory deletes a category and every tag in it.
+func (c *Client) DeleteCategory(ctx context.Context, token, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/tags-categories/" + url.PathEscape(id), token: token}, nil)
+	return err
+}
+
+// RenameTag changes a tag's name.
+func (c *Client) RenameTag(ctx context.Context, token, id, name string) error {
+	_, err := c.do(ctx, jsonRequest(http.MethodPatch, "/bo/tags/"+url.PathEscape(id), token, map[string]string{"name": name}), nil)
+	return err
+}
+
+// DeleteTag deletes a tag; documents lose it.
+func (c *Client) DeleteTag(ctx context.Context, token, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/tags/" + url.PathEscape(id), token: token}, nil)
+	return err
 }

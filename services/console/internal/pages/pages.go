@@ -69,6 +69,7 @@ func New(cfg Config) (*Pages, error) {
 
 var funcs = template.FuncMap{
 	"join": strings.Join,
+	"size": size,
 	"has": func(list []string, v string) bool {
 		for _, x := range list {
 			if x == v {
@@ -96,6 +97,24 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/new", p.requireEditor, p.createDocument)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+
+	g.GET("/tags", p.tagsPage)
+	g.POST("/tags", p.requireEditor, p.createTag)
+	g.POST("/tags/:id", p.requireEditor, p.renameTag)
+	g.GET("/tags/:id/delete", p.requireEditor, p.confirmDelete("tag"))
+	g.POST("/tags/:id/delete", p.requireEditor, p.deleteTag)
+	g.POST("/categories", p.requireEditor, p.createCategory)
+	g.POST("/categories/:id", p.requireEditor, p.renameCategory)
+	g.GET("/categories/:id/delete", p.requireEditor, p.confirmDelete("category"))
+	g.POST("/categories/:id/delete", p.requireEditor, p.deleteCategory)
+
+	g.GET("/media", p.mediaPage)
+	g.POST("/media", p.requireEditor, p.uploadMedia)
+	g.GET("/media/:id/download", p.downloadMedia)
+	g.POST("/media/:id/delete", p.requireEditor, p.deleteMedia)
+
+	g.GET("/settings", p.settingsPage)
+	g.POST("/settings", p.requireEditor, p.saveSettings)
 }
 
 // view is what every page template gets.

@@ -1,0 +1,106 @@
+package chartcheck
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// The console (issue 27): off by default; on, one replica behind the
+// gateway's admin listener, reaching the gateway's admin port only.
+func TestConsole(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	out, err := render(ch, valuesFile(t, "default-values.yaml"))
+	if err != nil {
+		t.Fatalf("render the defaults: %v", err)
+	}
+	off := decode(t, out)
+	if slices.ContainsFunc(off.deployments, func(d *appsv1.Deployment) bool { return component("console")(d.Name) }) {
+		t.Error("the console is deployed although console.enabled is false")
+	}
+	if _, ok := env(t, deployment(t, off, "gateway"))["CONSOLE_URL"]; ok {
+		t.Error("the gateway has CONSOLE_URL with the console off")
+	}
+
+	out, err = render(ch, valuesFile(t, "console-values.yaml"))
+	if err != nil {
+		t.Fatalf("render console-values.yaml: %v", err)
+	}
+	if notes := out["doclib/templates/NOTES.txt"]; !strings.Contains(notes, "Console:         https://admin.library.example.com/console/") {
+		t.Errorf("NOTES.txt does not say where the console is:\n%s", notes)
+	}
+	m := decode(t, out)
+	d := deployment(t, m, "console")
+	checkDeployment(t, d, []string{"doclib-bo"})
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("console replicas %v, want 1 (sessions live in memory)", d.Spec.Replicas)
+	}
+	e := env(t, d)
+	for k, want := range map[string]string{
+		"CONSOLE_API_URL":      "http://doclib-gateway:8090",
+		"CONSOLE_ORIGIN":       "https://admin.library.example.com",
+		"CONSOLE_TOKEN_SIGNIN": "true",
+		"HTTP_ADDR":            ":8085",
+	} {
+		if e[k] != want {
+			t.Errorf("console %s = %q, want %q", k, e[k], want)
+		}
+	}
+	if _, ok := e["IDENTITY_SIGNING_KEY"]; ok {
+		t.Error("the console reads the identity signing key, which it never needs")
+	}
+	if got := env(t, deployment(t, m, "gateway"))["CONSOLE_URL"]; got != "http://doclib-console:8085" {
+		t.Errorf("gateway CONSOLE_URL = %q, want the console's Service", got)
+	}
+	service(t, m, "console")
+	for _, p := range m.pdbs {
+		if component("console")(p.Name) {
+			t.Error("a PDB for the console's one replica would block every node drain")
+		}
+	}
+	checkConsolePolicies(t, m)
+	refusals(t, ch)
+}
+
+func checkConsolePolicies(t *testing.T, m *manifests) {
+	t.Helper()
+	if got := fmt.Sprint(sources(netpol(t, m, "console"))); got != "map[http:[gateway prometheus]]" {
+		t.Errorf("the console accepts %s, want its http port from the gateway and Prometheus", got)
+	}
+	if got := sources(netpol(t, m, "gateway"))["admin"]; !slices.Contains(got, "console") {
+		t.Errorf("the gateway's admin port accepts %v, not the console", got)
+	}
+	reaches := func(np *networkingv1.NetworkPolicy, port int) bool {
+		return slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool { return hasPort(r.Ports, port) })
+	}
+	if np := netpol(t, m, "console"); !reaches(np, 8090) || reaches(np, 8080) || reaches(np, 8081) {
+		t.Errorf("the console's egress %s: want the gateway's admin port 8090 only", egressPorts(np))
+	}
+	if !reaches(netpol(t, m, "gateway"), 8085) {
+		t.Error("the gateway may not reach the console's port 8085")
+	}
+}
+
+// refusals: no origin, or a second replica, fails the render.
+func refusals(t *testing.T, ch *chart.Chart) {
+	t.Helper()
+	vals := valuesFile(t, "console-values.yaml")
+	vals["console"] = map[string]any{"enabled": true}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "console.origin is required") {
+		t.Errorf("console on without an origin: error %v, want the chart's refusal", err)
+	}
+	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.example.com", "replicaCount": 2}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "console") {
+		t.Errorf("two console replicas: error %v, want a schema error", err)
+	}
+	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.example.com/console/"}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "console") {
+		t.Errorf("an origin with a path: error %v, want a schema error", err)
+	}
+}
