@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,6 +130,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })
+	t.Run("a form posted twice makes one document", func(t *testing.T) { postedTwice(t, st, run) })
 	t.Run("another deployment's cookie signs nobody in", func(t *testing.T) { foreignCookie(t, st) })
 	if n := b.dialogs.Load(); n != 0 {
 		t.Errorf("%d JavaScript dialogs opened: stored content ran as script", n)
@@ -202,6 +205,44 @@ func viewerCannotEdit(t *testing.T, st *Stack, id string) {
 	if r := st.Req("DELETE", "/bo/documents/"+id, nil, "Authorization", "Bearer "+ViewerToken); r.Status != http.StatusForbidden {
 		t.Errorf("a viewer's delete through the API: %d, want 403", r.Status)
 	}
+}
+
+// postedTwice sends the same new-document form twice (a double click, a
+// resent form): the form's Idempotency-Key makes the second answer the
+// first's document.
+func postedTwice(t *testing.T, st *Stack, run string) {
+	c := consoleClient(t, st, Token)
+	page := readAll(t, must(c.Get(st.AdminURL+"/console/documents/new?type=LINK")))
+	m := regexp.MustCompile(`name="key" value="([A-Za-z0-9_-]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no Idempotency-Key in the new-document form:\n%s", page)
+	}
+	title := "Deux fois " + run
+	form := url.Values{"key": {m[1]}, "type": {"LINK"}, "title": {title}, "url": {"https://example.org/twice"}}
+	for i := range 2 {
+		res := must(c.PostForm(st.AdminURL+"/console/documents/new", form))
+		if readAll(t, res); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("post %d: %d, want 303", i+1, res.StatusCode)
+		}
+	}
+	var all []struct{ Title string }
+	st.Must("GET", "/bo/documents", nil, 200).JSON(t, &all)
+	n := 0
+	for _, d := range all {
+		if d.Title == title {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d documents titled %q after the form was posted twice, want 1", n, title)
+	}
+}
+
+func must(res *http.Response, err error) *http.Response {
+	if err != nil {
+		panic(err)
+	}
+	return res
 }
 
 func crossOriginRefused(t *testing.T, st *Stack, id string) {

@@ -83,6 +83,9 @@ type request struct {
 	body         io.Reader
 	contentType  string
 	ifMatch      string
+	// key is the Idempotency-Key of a create: a form posted twice makes
+	// one document.
+	key string
 }
 
 // do sends r and decodes a 2xx JSON answer into out (when not nil); it
@@ -128,6 +131,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	}
 	if r.ifMatch != "" {
 		req.Header.Set("If-Match", r.ifMatch)
+	}
+	if r.key != "" {
+		req.Header.Set("Idempotency-Key", r.key)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

@@ -102,9 +102,12 @@ func (c *Client) Document(ctx context.Context, token, id string) (Document, stri
 }
 
 // CreateDocument stores a new document.
-func (c *Client) CreateDocument(ctx context.Context, token string, in DocumentInput) (Document, error) {
+// key, when not empty, is sent as the Idempotency-Key.
+func (c *Client) CreateDocument(ctx context.Context, token, key string, in DocumentInput) (Document, error) {
 	var out Document
-	_, err := c.do(ctx, jsonRequest(http.MethodPost, "/bo/documents", token, in), &out)
+	r := jsonRequest(http.MethodPost, "/bo/documents", token, in)
+	r.key = key
+	_, err := c.do(ctx, r, &out)
 	return out, err
 }
 

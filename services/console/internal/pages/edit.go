@@ -2,6 +2,8 @@ package pages
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +20,9 @@ var Types = []string{"PDF", "LINK", "MARKDOWN", "HTML"}
 
 // form is a document as typed in the edit form.
 type form struct {
+	// Key is a new document's Idempotency-Key, made when its form is
+	// first shown: the same form posted twice makes one document.
+	Key                                                  string
 	ID, ETag, Type, Title, URL, FileID, Content, Sources string
 	TagIDs, ImageIDs, RelatedIDs                         []string
 }
@@ -129,7 +134,7 @@ func (p *Pages) newDocument(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	d := editData{Form: form{Type: t}}
+	d := editData{Form: form{Type: t, Key: newKey()}}
 	if err := p.choices(ctx, s.Token, &d); err != nil {
 		p.fail(c, err)
 		return
@@ -191,7 +196,7 @@ func parseForm(c *gin.Context) error {
 
 // typed is the form as posted.
 func typed(c *gin.Context) form {
-	return form{ID: c.Param("id"), ETag: c.PostForm("etag"), Type: c.PostForm("type"), Title: c.PostForm("title"),
+	return form{Key: c.PostForm("key"), ID: c.Param("id"), ETag: c.PostForm("etag"), Type: c.PostForm("type"), Title: c.PostForm("title"),
 		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: c.PostForm("content"),
 		Sources: c.PostForm("sources"), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
 		RelatedIDs: c.PostFormArray("related")}
@@ -223,7 +228,11 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	defer cancel()
 	doc, err := p.send(c, ctx, s.Token, &f, create)
 	if err != nil {
-		d := editData{Form: f, Err: explain(boclient.AsAPIError(err))}
+		e := boclient.AsAPIError(err)
+		if create && !retriable(e) { // the key now holds this answer: a corrected form is another request
+			f.Key = newKey()
+		}
+		d := editData{Form: f, Err: explain(e)}
 		_ = p.choices(ctx, s.Token, &d) // the form is shown with what can be loaded
 		p.showForm(c, status(d.Err), d)
 		return
@@ -248,9 +257,23 @@ func (p *Pages) send(c *gin.Context, ctx context.Context, token string, f *form,
 		f.FileID = m.ID
 	}
 	if create {
-		return p.cfg.API.CreateDocument(ctx, token, f.input())
+		return p.cfg.API.CreateDocument(ctx, token, f.Key, f.input())
 	}
 	return p.cfg.API.UpdateDocument(ctx, token, f.ID, f.ETag, f.input())
+}
+
+// newKey returns a fresh Idempotency-Key: 128 random bits.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// retriable reports whether sending the same create again may replay its
+// first outcome: the API kept no answer (5xx, unreachable) or is still
+// running it (409 idempotency_key_in_use).
+func retriable(e *boclient.APIError) bool {
+	return e.Status == 0 || e.Status >= 500 || e.Code == "idempotency_key_in_use"
 }
 
 // explain puts the errors a person can act on in words.
