@@ -113,6 +113,9 @@ func (in *Importer) entries(ctx context.Context, ar *archive.Reader, contents li
 			break
 		}
 		if err == nil {
+			err = contents.Same(f)
+		}
+		if err == nil {
 			switch f.Kind {
 			case archive.KindMediaFile:
 				err = in.media(p.ctx, f, records[f.ID])
