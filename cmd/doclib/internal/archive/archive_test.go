@@ -168,3 +168,17 @@ func TestReaderRefusesAHugeZstdWindow(t *testing.T) {
 		t.Fatalf("want the window refused, got %v", err)
 	}
 }
+
+// TestWriterRefusesAnEntryNoReaderTakes: an export fails loudly rather
+// than write an archive that would not verify.
+func TestWriterRefusesAnEntryNoReaderTakes(t *testing.T) {
+	t.Parallel()
+	w, err := archive.NewWriter(io.Discard, false, "t", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.WriteBytes("documents/d1.json", make([]byte, archive.MaxJSONEntry+1))
+	if err == nil || !strings.Contains(err.Error(), "entry documents/d1.json") {
+		t.Fatalf("want the entry refused, got %v", err)
+	}
+}
