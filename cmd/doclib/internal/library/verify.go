@@ -181,8 +181,10 @@ func EachLine[T interface{ Media | Tag | Category }](raw []byte, fn func(T) erro
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
-		if recordID(v) == "" {
+		if id := recordID(v); id == "" {
 			return fmt.Errorf("line %d: a record without an id", line)
+		} else if !archive.ValidID(id) {
+			return fmt.Errorf("line %d: id %q is not an id (letters, digits, '.', '_', '-')", line, id)
 		}
 		if err := fn(v); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
