@@ -21,6 +21,12 @@ import (
 // MaxJSONBody is the largest JSON request body any route takes (CONTRACT.md §2).
 const MaxJSONBody = 2 << 20
 
+// MaxImportJSONBody is the largest body of a document import route (PUT
+// /bo/import/documents/...): a document holds up to 1 MiB of content and
+// 1 MiB of draft content, which JSON escaping may make several times
+// larger; an archive that verifies must import.
+const MaxImportJSONBody = 8 << 20
+
 // IsJSON reports whether a Content-Type header names JSON (application/json
 // or any +json type).
 func IsJSON(contentType string) bool {
@@ -36,22 +42,27 @@ func IsJSON(contentType string) bool {
 // body that is not strict JSON (see DecodeJSON). Unknown fields are ignored
 // (CONTRACT.md §1). It returns false when it has answered.
 func BindJSON(c *gin.Context, dst any) bool {
-	if p := readJSON(c.Request, dst); p != nil {
+	return BindJSONUpTo(c, dst, MaxJSONBody)
+}
+
+// BindJSONUpTo is BindJSON with another size limit (a route's own).
+func BindJSONUpTo(c *gin.Context, dst any, limit int64) bool {
+	if p := readJSON(c.Request, dst, limit); p != nil {
 		Fail(c, p)
 		return false
 	}
 	return true
 }
 
-func readJSON(r *http.Request, dst any) *problem.Problem {
+func readJSON(r *http.Request, dst any, limit int64) *problem.Problem {
 	if !IsJSON(r.Header.Get("Content-Type")) {
 		return problem.UnsupportedMediaType("this route takes application/json")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxJSONBody))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return problem.TooLarge(fmt.Sprintf("a JSON body may be at most %d bytes", MaxJSONBody))
+			return problem.TooLarge(fmt.Sprintf("a JSON body may be at most %d bytes", limit))
 		}
 		return problem.BadRequest("the request body could not be read")
 	}

@@ -66,6 +66,10 @@ type Manifest struct {
 // or accept (server ids, caller ids), never a path separator or a dot-dot.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 
+// ValidID reports whether id is one an archive may hold (and an import may
+// put in a URL path): what idPattern allows.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
 // MediaEntry is the path of a media file's bytes.
 func MediaEntry(id string) string { return mediaDir + id }
 

@@ -154,3 +154,31 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderRefusesAHugeZstdWindow: a frame declaring a 256 MiB window (the
+// library's own cap is 512 MiB) is refused with an error saying why.
+func TestReaderRefusesAHugeZstdWindow(t *testing.T) {
+	t.Parallel()
+	// magic, frame header descriptor (no single segment: a window
+	// descriptor follows), window descriptor exponent 18 (2^28 bytes), then
+	// a last raw block of 1 byte.
+	raw := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 18 << 3, 0x09, 0x00, 0x00, 'x'}
+	err := readAll(raw)
+	if err == nil || !strings.Contains(err.Error(), "zstd frames need more than") {
+		t.Fatalf("want the window refused, got %v", err)
+	}
+}
+
+// TestWriterRefusesAnEntryNoReaderTakes: an export fails loudly rather
+// than write an archive that would not verify.
+func TestWriterRefusesAnEntryNoReaderTakes(t *testing.T) {
+	t.Parallel()
+	w, err := archive.NewWriter(io.Discard, false, "t", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.WriteBytes("documents/d1.json", make([]byte, archive.MaxJSONEntry+1))
+	if err == nil || !strings.Contains(err.Error(), "entry documents/d1.json") {
+		t.Fatalf("want the entry refused, got %v", err)
+	}
+}

@@ -19,6 +19,11 @@ import (
 // media file's bytes, which are streamed).
 const MaxJSONEntry = 64 << 20
 
+// maxWindow bounds the memory the zstd decoder may take for its window: a
+// frame may declare up to 3.75 TiB, which the decoder would try to
+// allocate. The writer's frames use 8 MiB (zstd's default level).
+const maxWindow = 32 << 20
+
 // zstdMagic starts every zstd frame.
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
@@ -99,7 +104,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 	ar := &Reader{seen: map[string]bool{}}
 	var src io.Reader = br
 	if magic, _ := br.Peek(len(zstdMagic)); bytes.Equal(magic, zstdMagic) {
-		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, fmt.Errorf("start zstd: %w", err)
 		}
@@ -277,6 +283,10 @@ func (r *Reader) end() error {
 func truncated(err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("the archive is truncated: %w", err)
+	}
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return fmt.Errorf("the archive's zstd frames need more than the %d MiB of memory doclib allows (not an archive doclib wrote): %w",
+			maxWindow>>20, err)
 	}
 	return err
 }

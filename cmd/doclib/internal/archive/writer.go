@@ -53,6 +53,9 @@ func NewWriter(w io.Writer, compress bool, source string, now func() time.Time) 
 
 // WriteBytes writes a small entry held in memory.
 func (w *Writer) WriteBytes(p string, b []byte) error {
+	if len(b) > MaxJSONEntry { // a reader refuses it: the export would not verify
+		return fmt.Errorf("entry %s: %d bytes, more than the %d a record entry may have", p, len(b), MaxJSONEntry)
+	}
 	sum := sha256.Sum256(b)
 	return w.write(p, int64(len(b)), hex.EncodeToString(sum[:]), bytes.NewReader(b))
 }

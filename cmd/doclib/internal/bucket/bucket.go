@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -92,16 +93,14 @@ func (s *Store) Prune(ctx context.Context) ([]string, error) {
 		if obj.Err != nil {
 			return nil, obj.Err
 		}
-		if !strings.Contains(strings.TrimPrefix(obj.Key, s.cfg.Prefix), "/") {
-			names = append(names, obj.Key)
-		}
+		names = append(names, obj.Key)
 	}
 	for up := range s.c.ListIncompleteUploads(ctx, s.cfg.Bucket, s.cfg.Prefix+"doclib-", true) {
 		if up.Err == nil && time.Since(up.Initiated) > time.Hour { // not a run going on now
 			_ = s.c.RemoveIncompleteUpload(ctx, s.cfg.Bucket, up.Key)
 		}
 	}
-	slices.Sort(names)
+	names = Archives(s.cfg.Prefix, names)
 	var removed []string
 	for len(names) > s.cfg.Keep {
 		if err := s.c.RemoveObject(ctx, s.cfg.Bucket, names[0], minio.RemoveObjectOptions{}); err != nil {
@@ -110,4 +109,23 @@ func (s *Store) Prune(ctx context.Context) ([]string, error) {
 		removed, names = append(removed, names[0]), names[1:]
 	}
 	return removed, nil
+}
+
+// archiveName is the name Name gives (after the prefix): only these are
+// counted and pruned, so an object someone put there by hand (a
+// doclib-pre-upgrade.tar) is neither deleted nor, sorting after the
+// timestamps, counted as the newest in place of the archive just written.
+var archiveName = regexp.MustCompile(`^doclib-[0-9]{8}T[0-9]{6}Z\.tar(\.zst)?$`)
+
+// Archives returns, oldest first, the keys among keys that are archives
+// this exporter wrote under prefix.
+func Archives(prefix string, keys []string) []string {
+	var names []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) && archiveName.MatchString(k[len(prefix):]) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

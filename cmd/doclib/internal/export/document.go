@@ -137,7 +137,7 @@ func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.Raw
 	if err != nil {
 		return fmt.Errorf("document %s: %w", id, err)
 	}
-	raw, err := json.Marshal(library.Document{Document: detail, Revisions: revs})
+	raw, err := marshal(library.Document{Document: detail, Revisions: revs})
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (e *Exporter) repair(ctx context.Context, id string, detail json.RawMessage
 		}
 		dropped = append(dropped, e.dropMissing(d)...)
 	}
-	fixed, err := json.Marshal(doc)
+	fixed, err := marshal(doc)
 	if err != nil {
 		return err
 	}
@@ -276,4 +276,17 @@ func (e *Exporter) dropMissing(d map[string]any) []string {
 		}
 	}
 	return dropped
+}
+
+// marshal is json.Marshal without HTML escaping: encoding/json would write
+// every <, > and & of a document's HTML content as a 6-byte \u escape,
+// making the entry (and the body of its import) up to 6 times the content.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -171,7 +171,7 @@ func (e *Exporter) readTaxonomy(ctx context.Context) error {
 			return fmt.Errorf("a tag category without id or tags: %v", c)
 		}
 		delete(c, "tags")
-		rec, _ := json.Marshal(c)
+		rec, _ := marshal(c)
 		if _, ok := e.categories[id]; !ok {
 			e.catIDs = append(e.catIDs, id)
 		}

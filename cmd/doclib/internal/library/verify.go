@@ -31,6 +31,20 @@ type Contents struct {
 	Counts map[string]int
 	IDs    map[archive.Kind]map[string]bool // by KindCategories, KindTags, KindMediaRecords, KindDocument
 	Raw    map[archive.Kind][]byte          // categories, tags, settings and media records entries
+	// Entries are the entries Verify read and checked, by path: a second
+	// read of the archive (the import's) acts only on these.
+	Entries map[string]archive.Entry
+}
+
+// Same refuses an entry that is not one Verify checked (another path, size
+// or digest): the archive changed since (replaced, rewritten, truncated).
+// The reader then checks the entry's bytes against that digest.
+func (c Contents) Same(f *archive.File) error {
+	e, ok := c.Entries[f.Path]
+	if !ok || e.Size != f.Size || e.SHA256 != f.SHA256 {
+		return fmt.Errorf("entry %s: not the entry verified (the archive changed since it was verified)", f.Path)
+	}
+	return nil
 }
 
 // index gathers the ids and references of an archive while it is read:
@@ -76,7 +90,12 @@ func Verify(r io.Reader) (Contents, error) {
 	if problems := ix.problems(ar.Manifest(), counts); len(problems) > 0 {
 		return Contents{}, fmt.Errorf("%d reference problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
 	}
-	return ix.contents(ar.Header, counts), nil
+	c := ix.contents(ar.Header, counts)
+	c.Entries = map[string]archive.Entry{}
+	for _, e := range ar.Manifest().Entries {
+		c.Entries[e.Path] = e
+	}
+	return c, nil
 }
 
 func (ix *index) contents(h archive.Header, counts map[string]int) Contents {
@@ -162,8 +181,10 @@ func EachLine[T interface{ Media | Tag | Category }](raw []byte, fn func(T) erro
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
-		if recordID(v) == "" {
+		if id := recordID(v); id == "" {
 			return fmt.Errorf("line %d: a record without an id", line)
+		} else if !archive.ValidID(id) {
+			return fmt.Errorf("line %d: id %q is not an id (letters, digits, '.', '_', '-')", line, id)
 		}
 		if err := fn(v); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)

@@ -99,6 +99,15 @@ func TestVerifyRefusesBrokenReferences(t *testing.T) {
 			s.media = `{"id":"m1","size":15,"sha256":"` + strings.Repeat("0", 64) + `"}` + "\n"
 		}, "entry media/m1: 15 bytes"},
 		{"counts differ", func(s *sample) { s.counts["documents"] = 3 }, "manifest counts 3 documents"},
+		// An id goes into an import URL: one that is not an id is refused.
+		{"category id not an id", func(s *sample) {
+			s.categories += `{"id":"../../documents/x","name":"Evil"}` + "\n"
+			s.counts["categories"] = 2
+		}, `entry categories.jsonl: line 2: id "../../documents/x" is not an id`},
+		{"tag id not an id", func(s *sample) {
+			s.tags += `{"id":"a?b","name":"Evil","categoryId":"health"}` + "\n"
+			s.counts["tags"] = 2
+		}, `line 2: id "a?b" is not an id`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strconv"
 
 	"github.com/doclib/cmd/doclib/internal/archive"
@@ -52,7 +53,7 @@ func (in *Importer) referenceData(ctx context.Context, contents library.Contents
 		{archive.KindTags, archive.TagsPath, "tag", "/bo/import/tags/"},
 	} {
 		err := eachRecord(contents.Raw[l.kind], func(id string, raw []byte) error {
-			return in.put(ctx, l.entry, l.name, id, l.route+id, client.JSON(raw))
+			return in.put(ctx, l.entry, l.name, id, l.route+url.PathEscape(id), client.JSON(raw))
 		})
 		if err != nil {
 			return err
@@ -111,6 +112,9 @@ func (in *Importer) entries(ctx context.Context, ar *archive.Reader, contents li
 		f, err := ar.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err == nil {
+			err = contents.Same(f)
 		}
 		if err == nil {
 			switch f.Kind {
@@ -175,7 +179,7 @@ func (in *Importer) startDocument(p *pool, f *archive.File, done map[string]chan
 // document sends a document's revisions, then the document (the catalog
 // takes a document's revisions before it).
 func (in *Importer) document(ctx context.Context, entry, id string, d library.Document) error {
-	base := "/bo/import/documents/" + id
+	base := "/bo/import/documents/" + url.PathEscape(id)
 	for _, rev := range d.Revisions {
 		var r struct {
 			Version int64 `json:"version"`
@@ -202,7 +206,7 @@ func (in *Importer) media(ctx context.Context, f *archive.File, record []byte) e
 	go func() { done <- writeMediaForm(pw, mw, record, f) }()
 	body := &client.Body{ContentType: mw.FormDataContentType(), Once: true,
 		Open: func() (io.Reader, error) { return pr, nil }}
-	err := in.put(ctx, f.Path, "media", f.ID, "/bo/import/medias/"+f.ID, body)
+	err := in.put(ctx, f.Path, "media", f.ID, "/bo/import/medias/"+url.PathEscape(f.ID), body)
 	pr.CloseWithError(errors.New("the request is over")) // the server may answer before reading it all (200)
 	werr := <-done
 	if err != nil {

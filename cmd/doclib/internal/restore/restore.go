@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -72,11 +73,23 @@ func (in *Importer) count(kind string, status int, conflict bool, id string) {
 // Without merge, an installation holding any record the archive does not
 // is refused (it is not empty, nor an earlier run of this import).
 func Run(ctx context.Context, c *client.Client, path string, merge bool, workers int, log *slog.Logger) (Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.Close()
+	return run(ctx, c, f, path, merge, workers, log)
+}
+
+// run reads r twice, verifying it first, then importing only the entries
+// verified: the same file (one descriptor, rewound), and an entry changed
+// in between is refused before it is acted on.
+func run(ctx context.Context, c *client.Client, r io.ReadSeeker, name string, merge bool, workers int, log *slog.Logger) (Result, error) {
 	in := &Importer{c: c, log: log, merge: merge, workers: workers,
 		result: Result{Created: map[string]int{}, Unchanged: map[string]int{}, Kept: map[string]int{}}}
-	contents, err := verify(path)
+	contents, err := library.Verify(bufio.NewReaderSize(r, 1<<20))
 	if err != nil {
-		return in.result, err
+		return in.result, fmt.Errorf("%s does not verify, %w: %w", name, ErrRefused, err)
 	}
 	if !merge {
 		if err := in.checkEmpty(ctx, contents); err != nil {
@@ -86,31 +99,16 @@ func Run(ctx context.Context, c *client.Client, path string, merge bool, workers
 	if err := in.referenceData(ctx, contents); err != nil {
 		return in.result, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return in.result, err
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return in.result, fmt.Errorf("%s: %w", name, err)
 	}
-	defer f.Close()
-	ar, err := archive.NewReader(bufio.NewReaderSize(f, 1<<20))
+	ar, err := archive.NewReader(bufio.NewReaderSize(r, 1<<20))
 	if err != nil {
-		return in.result, err
+		return in.result, fmt.Errorf("%s: %w", name, err)
 	}
 	defer ar.Close()
 	err = in.entries(ctx, ar, contents)
 	return in.result, err
-}
-
-func verify(path string) (library.Contents, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return library.Contents{}, err
-	}
-	defer f.Close()
-	contents, err := library.Verify(bufio.NewReaderSize(f, 1<<20))
-	if err != nil {
-		return contents, fmt.Errorf("the archive does not verify, %w: %w", ErrRefused, err)
-	}
-	return contents, nil
 }
 
 // checkEmpty refuses an installation holding a record the archive does not

@@ -97,7 +97,7 @@ func (h *Handler) registerImport(b gin.IRouter) {
 
 func (h *Handler) importDocument(c *gin.Context) {
 	var in documentImport
-	if !httpx.BindJSON(c, &in) {
+	if !httpx.BindJSONUpTo(c, &in, httpx.MaxImportJSONBody) {
 		return
 	}
 	var errs validation.Errors
@@ -123,7 +123,7 @@ func (h *Handler) importDocument(c *gin.Context) {
 
 func (h *Handler) importRevision(c *gin.Context) {
 	var in revisionImport
-	if !httpx.BindJSON(c, &in) {
+	if !httpx.BindJSONUpTo(c, &in, httpx.MaxImportJSONBody) {
 		return
 	}
 	var errs validation.Errors

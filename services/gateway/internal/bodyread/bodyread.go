@@ -82,7 +82,7 @@ func (cfg Config) deadline(kind route.Kind, start time.Time) func(read int64) ti
 	if cfg.Timeout <= 0 { // not configured (tests): only Max, if any
 		return func(int64) time.Time { return limit }
 	}
-	if kind != route.Upload || cfg.UploadMinRate <= 0 {
+	if (kind != route.Upload && kind != route.ImportJSON) || cfg.UploadMinRate <= 0 {
 		fixed := capped(start.Add(cfg.Timeout))
 		return func(int64) time.Time { return fixed }
 	}

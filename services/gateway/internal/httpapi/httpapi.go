@@ -285,14 +285,18 @@ func rateLimit(l *ratelimit.Limiter) gin.HandlerFunc {
 func bodyRules(kind route.Kind, maxUpload int64) gin.HandlerFunc {
 	limit := int64(httpx.MaxJSONBody)
 	detail := fmt.Sprintf("a JSON body may be at most %d bytes", limit)
-	if kind == route.Upload {
+	switch kind {
+	case route.Upload:
 		limit = maxUpload + UploadFraming
 		detail = fmt.Sprintf("an upload may be at most %d bytes", maxUpload)
+	case route.ImportJSON:
+		limit = httpx.MaxImportJSONBody
+		detail = fmt.Sprintf("a JSON body may be at most %d bytes", limit)
 	}
 	return func(c *gin.Context) {
 		ct := c.GetHeader("Content-Type")
 		switch kind {
-		case route.JSON:
+		case route.JSON, route.ImportJSON:
 			if !httpx.IsJSON(ct) {
 				httpx.Fail(c, problem.UnsupportedMediaType("this route takes application/json"))
 				return

@@ -236,6 +236,17 @@ func TestBodyRules(t *testing.T) {
 			t.Fatalf("status = %d, want 200 for a body of exactly %d bytes", res.StatusCode, httpx.MaxJSONBody)
 		}
 	})
+	t.Run("document import body over the JSON limit passes, over its own is 413", func(t *testing.T) {
+		t.Parallel()
+		res := h.do(t, "PUT", "/bo/import/documents/d1", token1, "application/json",
+			io.LimitReader(zeros{}, httpx.MaxImportJSONBody))
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("status = %d, want 200 for an import body of %d bytes", res.StatusCode, httpx.MaxImportJSONBody)
+		}
+		res = h.do(t, "PUT", "/bo/import/documents/d1/revisions/1", token1, "application/json",
+			io.LimitReader(zeros{}, httpx.MaxImportJSONBody+32<<10))
+		wantProblem(t, res, http.StatusRequestEntityTooLarge, "payload_too_large")
+	})
 	t.Run("chunked JSON body over the limit is 413", func(t *testing.T) {
 		t.Parallel()
 		res := h.do(t, "POST", "/bo/tags", token1, "application/json",

@@ -34,6 +34,10 @@ const (
 	JSON
 	// Upload routes take a multipart/form-data body up to the upload limit.
 	Upload
+	// ImportJSON routes (document imports) take a JSON body of at most
+	// httpx.MaxImportJSONBody bytes: a document of the largest content
+	// and draft exceeds the JSON limit.
+	ImportJSON
 )
 
 func (k Kind) String() string {
@@ -42,6 +46,8 @@ func (k Kind) String() string {
 		return "json"
 	case Upload:
 		return "upload"
+	case ImportJSON:
+		return "import-json"
 	default:
 		return "no-body"
 	}
@@ -197,8 +203,8 @@ func table() []Route {
 		{"PUT", "/bo/import/tags-categories/:id", Taxonomy, JSON},
 		{"PUT", "/bo/import/tags/:id", Taxonomy, JSON},
 		{"PUT", "/bo/import/config", Taxonomy, JSON},
-		{"PUT", "/bo/import/documents/:id", Catalog, JSON},
-		{"PUT", "/bo/import/documents/:id/revisions/:rev", Catalog, JSON},
+		{"PUT", "/bo/import/documents/:id", Catalog, ImportJSON},
+		{"PUT", "/bo/import/documents/:id/revisions/:rev", Catalog, ImportJSON},
 		{"PUT", "/bo/import/medias/:id", Media, Upload},
 	}
 }

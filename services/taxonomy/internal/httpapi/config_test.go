@@ -131,3 +131,26 @@ func TestConfig(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestImportConfigCreatesOrCompares: the settings an archive holds are
+// stored where none were set; the same again is 200 and changes nothing;
+// others are 409 import_conflict and the installation's stay.
+func TestImportConfigCreatesOrCompares(t *testing.T) {
+	t.Parallel()
+	h := configReplica(settingstore.New(testkit.Mongo(t)))
+	alice := &identity.Caller{Name: "alice", Role: identity.Editor}
+	set := `{"moderatorEmail":"mod@example.org","updatedAt":"2026-11-20T09:00:03.118Z","updatedBy":"bob"}`
+	for i := range 2 {
+		if r := configCall(t, h, "PUT", "/bo/import/config", set, alice); r.Code != 200 {
+			t.Fatalf("import %d: %d %s, want 200", i+1, r.Code, r.Body)
+		}
+	}
+	other := `{"moderatorEmail":"other@example.org","updatedAt":"2026-11-21T09:00:03.118Z","updatedBy":"eve"}`
+	r := configCall(t, h, "PUT", "/bo/import/config", other, alice)
+	if r.Code != 409 || !strings.Contains(r.Body.String(), `"import_conflict"`) {
+		t.Fatalf("other settings: %d %s, want 409 import_conflict", r.Code, r.Body)
+	}
+	if pub := configCall(t, h, "GET", "/public/config", "", nil); pub.Body.String() != `{"moderatorEmail":"mod@example.org"}` {
+		t.Errorf("after a refused import: %s, want the imported settings kept", pub.Body)
+	}
+}

@@ -104,7 +104,7 @@ func importStatus(created bool) int {
 }
 
 func failImport(c *gin.Context, err error) {
-	if errors.Is(err, tag.ErrImportConflict) {
+	if errors.Is(err, tag.ErrImportConflict) || errors.Is(err, setting.ErrImportConflict) {
 		httpx.Abort(c, err, func(err error) *problem.Problem { return problem.Conflict("import_conflict", err.Error()) })
 		return
 	}
@@ -125,8 +125,8 @@ func (h *Settings) importConfig(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := h.svc.Import(c, set); err != nil {
-		fail(c, err)
+	if _, err := h.svc.Import(c, set); err != nil {
+		failImport(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toAdminConfig(set))

@@ -41,3 +41,24 @@ func TestImportIsExactAndIdempotent(t *testing.T) {
 		t.Errorf("fields %v, want createdAt", f)
 	}
 }
+
+// TestImportNameClashIsImportConflict: a category or tag whose id is free
+// but whose name is taken is 409 import_conflict (what `doclib import
+// -merge` keeps and goes on), not the conflict of a create.
+func TestImportNameClashIsImportConflict(t *testing.T) {
+	a := newAPI(t)
+	a.must("PUT", "/bo/import/tags-categories/health",
+		`{"id":"health","name":"Santé","createdAt":"2026-11-20T09:00:03.118Z","updatedAt":"2026-11-21T10:00:00.000Z"}`, 201)
+	a.must("PUT", "/bo/import/tags/vax",
+		`{"id":"vax","name":"Vaccins","categoryId":"health","createdAt":"2026-11-20T09:01:12.250Z","updatedAt":"2026-11-20T09:01:12.250Z"}`, 201)
+	for _, c := range []struct{ path, body string }{
+		{"/bo/import/tags-categories/sante", `{"id":"sante","name":"Santé","createdAt":"2026-11-20T09:00:03.118Z","updatedAt":"2026-11-21T10:00:00.000Z"}`},
+		{"/bo/import/tags/vaccins", `{"id":"vaccins","name":"Vaccins","categoryId":"health","createdAt":"2026-11-20T09:01:12.250Z","updatedAt":"2026-11-20T09:01:12.250Z"}`},
+	} {
+		var p problemBody
+		a.must("PUT", c.path, c.body, 409).json(t, &p)
+		if p.Code != "import_conflict" {
+			t.Errorf("%s: code %q, want import_conflict", c.path, p.Code)
+		}
+	}
+}

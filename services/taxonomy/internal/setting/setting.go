@@ -34,6 +34,8 @@ type Store interface {
 	Get(ctx context.Context) (s Settings, found bool, err error)
 	// Put replaces them.
 	Put(ctx context.Context, s Settings) error
+	// Create stores them only if none are stored (created false then).
+	Create(ctx context.Context, s Settings) (created bool, err error)
 }
 
 // Service reads and sets the settings.

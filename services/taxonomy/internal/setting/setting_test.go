@@ -68,6 +68,14 @@ func (m *memStore) Put(_ context.Context, s Settings) error {
 	return nil
 }
 
+func (m *memStore) Create(_ context.Context, s Settings) (bool, error) {
+	if m.err != nil || m.found {
+		return false, m.err
+	}
+	m.s, m.found = s, true
+	return true, nil
+}
+
 func TestService(t *testing.T) {
 	t.Parallel()
 	st := &memStore{}

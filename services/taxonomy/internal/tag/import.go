@@ -3,6 +3,7 @@ package tag
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/doclib/libs/validation"
@@ -11,6 +12,11 @@ import (
 // ErrImportConflict is an import of a record whose id exists with other
 // content: an import never changes what is there (doclib's merge rule).
 var ErrImportConflict = errors.New("a record with this id exists and differs from the imported one")
+
+// errNameTaken is an import whose id is free but whose name another record
+// holds: a conflict like any other (the README's merge rule), so that
+// `doclib import -merge` keeps the existing record and goes on.
+var errNameTaken = fmt.Errorf("%w: another record has this name", ErrImportConflict)
 
 // ImportCategory stores c as given (id, name, timestamps), as
 // `doclib import` restores an archive: created reports whether it was
@@ -34,7 +40,7 @@ func (s *Service) ImportCategory(ctx context.Context, c Category) (bool, error) 
 	got, gerr := s.store.Category(ctx, c.ID)
 	switch {
 	case errors.Is(gerr, ErrCategoryNotFound):
-		return false, err // the name is another category's
+		return false, errNameTaken // the name is another category's
 	case gerr != nil:
 		return false, gerr
 	case got.Name == c.Name && got.CreatedAt.Equal(c.CreatedAt) && got.UpdatedAt.Equal(c.UpdatedAt):
@@ -63,7 +69,7 @@ func (s *Service) ImportTag(ctx context.Context, t Tag) (bool, error) {
 	got, gerr := s.store.Tag(ctx, t.ID)
 	switch {
 	case errors.Is(gerr, ErrTagNotFound):
-		return false, err
+		return false, errNameTaken
 	case gerr != nil:
 		return false, gerr
 	case got.Name == t.Name && got.CategoryID == t.CategoryID && got.CreatedAt.Equal(t.CreatedAt) && got.UpdatedAt.Equal(t.UpdatedAt):

@@ -55,6 +55,17 @@ func (s *Store) Put(ctx context.Context, v setting.Settings) error {
 	return err
 }
 
+// Create implements setting.Store: one insert of the record, refused by
+// its _id when the settings are set.
+func (s *Store) Create(ctx context.Context, v setting.Settings) (bool, error) {
+	_, err := s.coll.InsertOne(ctx, bson.M{"_id": id, "moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt,
+		"updatedBy": v.UpdatedBy, "rev": int64(1)})
+	if mongo.IsDuplicateKeyError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Revision returns a number that moves with every Put (0 before the first).
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	var d struct {
