@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/libs/validation"
 	"github.com/doclib/services/catalog/internal/document"
@@ -64,8 +65,9 @@ type client struct {
 	docs   map[string]string // id -> title and tags
 	cats   string
 	log    map[string][]string // id -> what the client got, for a failure's message
-	// restarts counts the expired cursors (410).
-	restarts int
+	// restarts counts the expired cursors (410); unavailable the syncs the
+	// store did not answer in time (503), asked again.
+	restarts, unavailable int
 }
 
 // note keeps the last few pages' news of a document, for a failure's message.
@@ -90,6 +92,11 @@ func (c *client) sync(t *testing.T, ctx context.Context, replicas []*Library, tu
 		if errors.Is(err, ErrCursorExpired) { // as the client's loop says: start again
 			c.docs, c.cursor = map[string]string{}, ""
 			c.restarts++
+			continue
+		}
+		if mongox.IsUnavailable(err) { // a 503: the app asks again from the same cursor
+			c.unavailable++
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		testkit.Must(t, err, "Sync")
@@ -271,7 +278,7 @@ func TestSyncSkipsNothing(t *testing.T) {
 	// write) ends with what the store holds.
 	c.sync(t, ctx, replicas, &turn, 0)
 
-	t.Logf("%d documents purged, %d cursors expired", purged.Load(), c.restarts)
+	t.Logf("%d documents purged, %d cursors expired, %d syncs asked again after a 503", purged.Load(), c.restarts, c.unavailable)
 	all, err := store.Changes(ctx, 0, "", 10000)
 	testkit.Must(t, err, "Changes")
 	want := map[string]string{}
