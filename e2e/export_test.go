@@ -364,7 +364,19 @@ func importRoutes(t *testing.T, call func(method, path string, body any, want in
 	call("PUT", "/bo/import/tags-categories/bad", `{"id":"bad","name":"Bad","createdAt":"then","updatedAt":"then"}`, 422)
 	call("PUT", "/bo/import/tags/imported-tag", `{"id":"imported-tag","name":"Tag","categoryId":"imported",`+at+`}`, 201)
 	call("PUT", "/bo/import/tags/orphan", `{"id":"orphan","name":"Orphan","categoryId":"nope",`+at+`}`, 422)
-	call("PUT", "/bo/import/config", `{"moderatorEmail":"moderation@example.org","updatedAt":"2026-11-20T09:00:03.118Z","updatedBy":"alice"}`, 200)
+	// The settings already set, imported again, change nothing (200); other
+	// settings are a conflict (an import never overwrites).
+	var cfg struct {
+		ModeratorEmail string `json:"moderatorEmail"`
+		UpdatedAt      string `json:"updatedAt"`
+		UpdatedBy      string `json:"updatedBy"`
+	}
+	call("GET", "/bo/config", nil, 200).JSON(t, &cfg)
+	if cfg.UpdatedAt == "" {
+		cfg.ModeratorEmail, cfg.UpdatedAt, cfg.UpdatedBy = "moderation@example.org", "2026-11-20T09:00:03.118Z", "alice"
+	}
+	call("PUT", "/bo/import/config", cfg, 200)
+	call("PUT", "/bo/import/config", `{"moderatorEmail":"other@example.org","updatedAt":"2026-11-20T09:00:03.118Z","updatedBy":"bob"}`, 409)
 	call("PUT", "/bo/import/config", `{"moderatorEmail":"moderation@example.org"}`, 422)
 	doc := `{"id":"importedDoc1","title":"Imported","type":"LINK","url":"https://example.org/i","tagsIds":["imported-tag"],"sources":[],` +
 		`"relatedDocuments":[],"relatedIds":[],"isDeleted":false,` + at + `,"createdBy":"alice","updatedBy":"alice","status":"published",` +
