@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/doclib/libs/config"
@@ -19,13 +16,12 @@ import (
 	"github.com/doclib/libs/idempotency"
 	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
-	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
-	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/libs/startup"
 	"github.com/doclib/services/catalog/internal/consumers"
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
@@ -51,14 +47,7 @@ const (
 	scheduleEvery = 500 * time.Millisecond
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, service+":", err)
-		os.Exit(1)
-	}
-}
+func main() { startup.Main(service, run) }
 
 type settings struct {
 	server      httpx.ServerConfig
@@ -120,23 +109,17 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := logging.New(os.Stderr, service, cfg.logLevel)
-	log.Info("starting", env.Attrs()...)
-
-	stopTelemetry, err := telemetry.Setup(ctx, service)
-	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	defer shutdown.Do(log, "telemetry", stopTelemetry)
-
-	db, err := mongox.Connect(cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer shutdown.Do(log, "mongodb", db.Disconnect)
+	defer proc.Stop()
+	log := proc.Log
+	db := proc.DB
+
 	store := mongostore.New(db.Database(cfg.database), log)
-	if err := store.EnsureIndexes(ctx); err != nil {
-		return mongox.IndexError(err)
+	if err := startup.EnsureIndexes(ctx, store); err != nil {
+		return err
 	}
 
 	bus, err := events.Open(ctx, cfg.natsURL, service, log)

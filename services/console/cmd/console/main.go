@@ -7,19 +7,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/httpx"
-	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
-	"github.com/doclib/libs/shutdown"
-	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/libs/startup"
 	"github.com/doclib/services/console/internal/boclient"
 	"github.com/doclib/services/console/internal/pages"
 	"github.com/doclib/services/console/internal/session"
@@ -27,14 +21,7 @@ import (
 
 const service = "console"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, service+":", err)
-		os.Exit(1)
-	}
-}
+func main() { startup.Main(service, run) }
 
 type settings struct {
 	server   httpx.ServerConfig
@@ -87,14 +74,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := logging.New(os.Stderr, service, cfg.logLevel)
-	log.Info("starting", env.Attrs()...)
-
-	stopTelemetry, err := telemetry.Setup(ctx, service)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, "")
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer shutdown.Do(log, "telemetry", stopTelemetry)
+	defer proc.Stop()
+	log := proc.Log
 
 	p, err := pages.New(pages.Config{
 		API:          boclient.New(cfg.apiURL, cfg.apiTimeout),

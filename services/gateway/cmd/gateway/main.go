@@ -7,20 +7,14 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
-	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/periodic"
-	"github.com/doclib/libs/shutdown"
-	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/libs/startup"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
 	"github.com/doclib/services/gateway/internal/microcache"
@@ -32,15 +26,7 @@ import (
 
 const service = "gateway"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, service+":", err)
-		os.Exit(1)
-	}
-}
+func main() { startup.Main(service, run) }
 
 // The micro-cache's memory: the largest answer it keeps (a listing of
 // 10,000 documents is about 1.6 MiB), what the answers kept by path may
@@ -63,14 +49,12 @@ func run(ctx context.Context) error {
 	if err := env.Err(); err != nil {
 		return err
 	}
-	log := logging.New(os.Stderr, service, cfg.LogLevel)
-	log.Info("starting", env.Attrs()...)
-
-	stopTelemetry, err := telemetry.Setup(ctx, service)
+	proc, err := startup.Begin(ctx, service, env, cfg.LogLevel, "")
 	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
+		return err
 	}
-	defer shutdown.Do(log, "telemetry", stopTelemetry)
+	defer proc.Stop()
+	log := proc.Log
 
 	var verifiers []auth.Verifier
 	if len(cfg.BOTokens) > 0 {

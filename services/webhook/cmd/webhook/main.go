@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,12 +19,11 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
-	"github.com/doclib/libs/logging"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
-	"github.com/doclib/libs/telemetry"
+	"github.com/doclib/libs/startup"
 	"github.com/doclib/services/webhook/internal/delivery"
 	deliverystore "github.com/doclib/services/webhook/internal/delivery/mongostore"
 	"github.com/doclib/services/webhook/internal/destination"
@@ -43,14 +40,7 @@ const service = "webhook"
 // stream's order.
 const consumerName = "webhook-events"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, service+":", err)
-		os.Exit(1)
-	}
-}
+func main() { startup.Main(service, run) }
 
 type settings struct {
 	server      httpx.ServerConfig
@@ -110,24 +100,18 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := logging.New(os.Stderr, service, cfg.logLevel)
-	log.Info("starting", env.Attrs()...)
-
-	stopTelemetry, err := telemetry.Setup(ctx, service)
-	if err != nil {
-		return fmt.Errorf("telemetry: %w", err)
-	}
-	defer shutdown.Do(log, "telemetry", stopTelemetry)
-
-	db, err := mongox.Connect(cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
 	if err != nil {
 		return err
 	}
-	defer shutdown.Do(log, "mongodb", db.Disconnect)
+	defer proc.Stop()
+	log := proc.Log
+	db := proc.DB
+
 	subStore := mongostore.New(db.Database(cfg.database))
 	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
-	if err := dStore.EnsureIndexes(ctx); err != nil {
-		return mongox.IndexError(err)
+	if err := startup.EnsureIndexes(ctx, dStore); err != nil {
+		return err
 	}
 
 	bus, err := events.Open(ctx, cfg.natsURL, service, log)
