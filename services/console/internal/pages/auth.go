@@ -49,7 +49,7 @@ func (p *Pages) signIn(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	role, err := p.cfg.API.Role(ctx, token)
+	me, err := p.cfg.API.Me(ctx, token)
 	if err != nil {
 		e := boclient.AsAPIError(err)
 		if e.Status == http.StatusUnauthorized {
@@ -58,7 +58,7 @@ func (p *Pages) signIn(c *gin.Context) {
 		fail(e)
 		return
 	}
-	s := p.cfg.Sessions.Create(token, "", session.Role(role))
+	s := p.cfg.Sessions.Create(token, me.Name, session.Role(me.Role))
 	p.setCookie(c, s.ID, int(p.cfg.Sessions.TTL().Seconds()))
 	c.Redirect(http.StatusSeeOther, Base+"/")
 }

@@ -10,6 +10,7 @@ package httpapi
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"strconv"
@@ -94,6 +95,11 @@ func New(d Deps) (Engines, error) {
 	if d.Auth == nil || d.Signer == nil {
 		return Engines{}, fmt.Errorf("httpapi: no authentication for /bo")
 	}
+	d.Upstreams = maps.Clone(d.Upstreams)
+	if d.Upstreams == nil {
+		d.Upstreams = map[route.Upstream]http.Handler{}
+	}
+	d.Upstreams[route.Self] = http.HandlerFunc(whoAmI)
 	public, err := newEngine(d, "public")
 	if err != nil {
 		return Engines{}, err
