@@ -23,6 +23,7 @@ import (
 	"github.com/doclib/services/console/internal/boclient"
 	"github.com/doclib/services/console/internal/pages"
 	"github.com/doclib/services/console/internal/session"
+	"github.com/doclib/services/console/internal/signin"
 )
 
 const service = "console"
@@ -49,6 +50,7 @@ type settings struct {
 	origin      *url.URL
 	sessionTTL  time.Duration
 	tokenSignIn bool
+	oidc        *signin.Provider // nil: no sign-in at an OpenID provider
 	maxUpload   int64
 }
 
@@ -71,9 +73,9 @@ func load(env *config.Env) (settings, error) {
 	if s.sessionTTL < time.Minute {
 		env.Check("CONSOLE_SESSION_TTL", errors.New("must be at least 1m"))
 	}
-	if !s.tokenSignIn {
-		// The OIDC sign-in is not built yet (README, Console).
-		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true: the sign-in with a back-office API token is the only one the console has"))
+	s.oidc = signin.FromEnv(env, s.origin, s.apiTimeout)
+	if !s.tokenSignIn && s.oidc == nil {
+		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true when CONSOLE_OIDC_ISSUER_URL is unset: the console needs a way to sign in"))
 	}
 	return s, env.Err()
 }
@@ -102,6 +104,8 @@ func run(ctx context.Context) error {
 		Log:          log,
 		SecureCookie: cfg.origin.Scheme == "https",
 		TokenSignIn:  cfg.tokenSignIn,
+		OIDC:         cfg.oidc,
+		Origin:       cfg.origin.Scheme + "://" + cfg.origin.Host,
 		Timeout:      cfg.apiTimeout,
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ const (
 
 func (p *Pages) signInPage(c *gin.Context) {
 	p.render(c, http.StatusOK, "signin", view{Title: "Sign in", Notice: notice(c.Query("why")),
-		Data: p.cfg.TokenSignIn})
+		Data: p.signInOptions()})
 }
 
 // notice turns a redirect's reason into words.
@@ -39,9 +39,7 @@ func (p *Pages) signIn(c *gin.Context) {
 		return
 	}
 	token := strings.TrimSpace(c.PostForm("token"))
-	fail := func(e *boclient.APIError) {
-		p.render(c, status(e), "signin", view{Title: "Sign in", Error: e, Data: true})
-	}
+	fail := func(e *boclient.APIError) { p.signInFailed(c, e) }
 	if token == "" {
 		fail(&boclient.APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
 			Errors: []boclient.FieldError{{Field: "token", Message: "enter your API token"}}, Detail: "The token is missing."})
@@ -70,13 +68,21 @@ func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
 	})
 }
 
-// signOut ends the session on the server and clears the cookie.
+// signOut ends the session on the server and clears the cookie; a
+// person signed in at the provider is sent there to end that session too
+// when the provider says how (end_session_endpoint).
 func (p *Pages) signOut(c *gin.Context) {
+	to := Base + "/sign-in?why=signed-out"
 	if id, err := c.Cookie(cookieName); err == nil {
+		if s, ok := p.cfg.Sessions.Get(id); ok && s.IDToken != "" && p.cfg.OIDC != nil {
+			if end := p.cfg.OIDC.EndSessionURL(s.IDToken, p.cfg.Origin+to); end != "" {
+				to = end
+			}
+		}
 		p.cfg.Sessions.Delete(id)
 	}
 	p.setCookie(c, "", -1)
-	c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
+	c.Redirect(http.StatusSeeOther, to)
 }
 
 // requireSession lets in a request with a live session; others go to the
