@@ -52,6 +52,9 @@ type settings struct {
 	tokenSignIn bool
 	oidc        *signin.Provider // nil: no sign-in at an OpenID provider
 	maxUpload   int64
+	// signInFailures is failed token sign-ins allowed per minute per
+	// browser address, also the burst; 0 counts none.
+	signInFailures int64
 }
 
 func load(env *config.Env) (settings, error) {
@@ -66,6 +69,9 @@ func load(env *config.Env) (settings, error) {
 		sessionTTL:  env.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
 		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
 		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
+		// Below the gateway's BO_AUTH_FAILURE_LIMIT (60): one browser never
+		// spends the console's budget at the gateway alone.
+		signInFailures: env.Int("CONSOLE_SIGNIN_FAILURE_LIMIT", 10, 0, 1_000_000),
 	}
 	if s.origin != nil && s.origin.Path != "" && s.origin.Path != "/" {
 		env.Check("CONSOLE_ORIGIN", errors.New("must be an origin (scheme and host), without a path"))
@@ -99,14 +105,15 @@ func run(ctx context.Context) error {
 	defer shutdown.Do(log, "telemetry", stopTelemetry)
 
 	p, err := pages.New(pages.Config{
-		API:          boclient.New(cfg.apiURL, cfg.apiTimeout),
-		Sessions:     session.NewStore(cfg.sessionTTL),
-		Log:          log,
-		SecureCookie: cfg.origin.Scheme == "https",
-		TokenSignIn:  cfg.tokenSignIn,
-		OIDC:         cfg.oidc,
-		Origin:       cfg.origin.Scheme + "://" + cfg.origin.Host,
-		Timeout:      cfg.apiTimeout,
+		API:            boclient.New(cfg.apiURL, cfg.apiTimeout),
+		Sessions:       session.NewStore(cfg.sessionTTL),
+		Log:            log,
+		SecureCookie:   cfg.origin.Scheme == "https",
+		TokenSignIn:    cfg.tokenSignIn,
+		OIDC:           cfg.oidc,
+		SignInFailures: failureLimit(cfg.signInFailures),
+		Origin:         cfg.origin.Scheme + "://" + cfg.origin.Host,
+		Timeout:        cfg.apiTimeout,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/services/console/internal/boclient"
 	"github.com/doclib/services/console/internal/session"
 	"github.com/doclib/services/console/internal/signin"
@@ -42,6 +43,9 @@ type Config struct {
 	OIDC *signin.Provider
 	// Origin is where browsers reach the console (scheme and host).
 	Origin string
+	// SignInFailures counts failed token sign-ins per browser address;
+	// nil counts nothing.
+	SignInFailures *ratelimit.Limiter
 	// Timeout bounds each page's calls to the API.
 	Timeout time.Duration
 }
