@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -288,8 +290,9 @@ func oidcViewer(t *testing.T, st *Stack) {
 	st.Must("GET", "/bo/tags-categories", nil, 200)
 }
 
-// oidcSignOut: sign-out sends the browser to the provider's
-// end_session_endpoint, and the old session cookie signs nobody in.
+// oidcSignOut: sign-out ends the session on the server (the old cookie
+// signs nobody in) and offers a link ending the session at the provider,
+// which sends the browser back to the console.
 func oidcSignOut(t *testing.T, st *Stack, c *http.Client, issuer string) {
 	base, _ := url.Parse(st.AdminURL + "/console/")
 	var old *http.Cookie
@@ -305,10 +308,10 @@ func oidcSignOut(t *testing.T, st *Stack, c *http.Client, issuer string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readAll(t, res)
-	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, issuer+"/end_session?") ||
-		!strings.Contains(loc, "id_token_hint=") {
-		t.Errorf("sign-out: %d to %q, want 303 to the provider's end_session_endpoint", res.StatusCode, loc)
+	page := readAll(t, res)
+	link := regexp.MustCompile(`href="(` + regexp.QuoteMeta(issuer) + `/end_session\?[^"]+)"`).FindStringSubmatch(page)
+	if res.StatusCode != http.StatusOK || link == nil || !strings.Contains(link[1], "id_token_hint=") {
+		t.Fatalf("sign-out: %d, want 200 with a link to the provider's end_session_endpoint; page %.600s", res.StatusCode, page)
 	}
 	req, _ := http.NewRequest("GET", st.AdminURL+"/console/", nil)
 	req.AddCookie(&http.Cookie{Name: old.Name, Value: old.Value})
@@ -319,5 +322,14 @@ func oidcSignOut(t *testing.T, st *Stack, c *http.Client, issuer string) {
 	readAll(t, res)
 	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || loc != "/console/sign-in?why=expired" {
 		t.Errorf("the old cookie after sign-out: %d to %q, want 303 to the sign-in", res.StatusCode, loc)
+	}
+	// The link ends the session at the provider, which sends the browser back.
+	u := html.UnescapeString(link[1])
+	for i := 0; i < 5 && !strings.HasPrefix(u, st.AdminURL); i++ {
+		res, _ = fetch(t, c, u)
+		u = next(t, u, res)
+	}
+	if u != st.AdminURL+"/console/sign-in?why=signed-out" {
+		t.Errorf("the provider's sign-out sent the browser to %q, want the console's sign-in", u)
 	}
 }

@@ -113,21 +113,28 @@ func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
 	})
 }
 
-// signOut ends the session on the server and clears the cookie; a
-// person signed in at the provider is sent there to end that session too
-// when the provider says how (end_session_endpoint).
+// signOut ends the session on the server and clears the cookie. A person
+// signed in at the provider is offered a link that ends the session there
+// too (end_session_endpoint, when the provider has one): a link, not a
+// redirect, as the page's CSP (form-action 'self') would stop a form's
+// redirect to another origin, and as leaving the organisation's account
+// is the person's choice.
 func (p *Pages) signOut(c *gin.Context) {
-	to := Base + "/sign-in?why=signed-out"
+	end := ""
 	if id, err := c.Cookie(cookieName); err == nil {
 		if s, ok := p.cfg.Sessions.Get(id); ok && s.IDToken != "" && p.cfg.OIDC != nil {
-			if end := p.cfg.OIDC.EndSessionURL(s.IDToken, p.cfg.Origin+to); end != "" {
-				to = end
-			}
+			end = p.cfg.OIDC.EndSessionURL(s.IDToken, p.cfg.Origin+Base+"/sign-in?why=signed-out")
 		}
 		p.cfg.Sessions.Delete(id)
 	}
 	p.setCookie(c, "", -1)
-	c.Redirect(http.StatusSeeOther, to)
+	if end == "" {
+		c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
+		return
+	}
+	opts := p.signInOptions()
+	opts.EndSession = end
+	p.render(c, http.StatusOK, "signin", view{Title: "Sign in", Notice: notice("signed-out"), Data: opts})
 }
 
 // requireSession lets in a request with a live session; others go to the

@@ -21,6 +21,8 @@ const attemptCookie = "doclib_console_signin"
 type signInOptions struct {
 	Token    bool // a back-office API token
 	Provider bool // the OpenID provider
+	// EndSession, after a sign-out, ends the session at the provider too.
+	EndSession string
 }
 
 func (p *Pages) signInOptions() signInOptions {
