@@ -75,7 +75,7 @@ func (p *Pages) finishOIDC(c *gin.Context) {
 	}
 	s := p.cfg.Sessions.Add(session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: me.Name,
 		Role: session.Role(me.Role), Expires: res.Expires})
-	p.setCookie(c, s.ID, int(time.Until(s.Expires)/time.Second))
+	p.setCookie(c, s.ID, max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
 	c.Redirect(http.StatusSeeOther, Base+"/")
 }
 
