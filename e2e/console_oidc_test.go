@@ -323,6 +323,18 @@ func oidcSignOut(t *testing.T, st *Stack, c *http.Client, issuer string) {
 	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || loc != "/console/sign-in?why=expired" {
 		t.Errorf("the old cookie after sign-out: %d to %q, want 303 to the sign-in", res.StatusCode, loc)
 	}
+	// A form sent with the ended session: nothing saved, what was typed kept.
+	req, _ = http.NewRequest("POST", st.AdminURL+"/console/settings", strings.NewReader("moderatorEmail=kept%40example.org"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: old.Name, Value: old.Value})
+	res, err = browserClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := readAll(t, res); res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "session has ended") ||
+		!strings.Contains(page, "kept@example.org") {
+		t.Errorf("settings sent after sign-out: %d, want 401 saying the session ended, with the typed address; page %.400s", res.StatusCode, page)
+	}
 	// The link ends the session at the provider, which sends the browser back.
 	u := html.UnescapeString(link[1])
 	for i := 0; i < 5 && !strings.HasPrefix(u, st.AdminURL); i++ {
