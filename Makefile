@@ -20,8 +20,10 @@ GO_DIRS    := api libs services e2e tools charts deploy cmd
 CHART      := charts/doclib
 # Modules of their own, outside go.work, that check the deployment files:
 # the Helm chart rendered (Helm, client-go), compose.yaml (compose-go) and
-# the API reference (libopenapi-validator, oasdiff).
-CHECKS     := charts/chartcheck deploy/composecheck api/apicheck
+# the API reference (libopenapi-validator, oasdiff); and the e2e tests' real
+# OpenID provider (zitadel/oidc's example, whose OpenTelemetry and oauth2
+# would raise the services' pinned versions in the workspace).
+CHECKS     := charts/chartcheck deploy/composecheck api/apicheck e2e/oidcprovider
 
 export DOCLIB_BIN_DIR := $(BIN)
 

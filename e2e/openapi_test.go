@@ -54,6 +54,11 @@ func TestOpenAPIConformance(t *testing.T) {
 		call("GET", p, nil, 304, "If-None-Match", etagOf("GET", p))
 	}
 
+	// Who the caller is (the gateway answers it).
+	getAll("/bo/me", 200)
+	getAll("/bo/me", 200, viewer...)
+	getAll("/bo/me", 401, noToken...)
+
 	// Taxonomy.
 	call("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
 	call("POST", "/bo/tags-categories", `{"id":"audience","name":"Audience"}`, 201)

@@ -104,3 +104,57 @@ func refusals(t *testing.T, ch *chart.Chart) {
 		t.Errorf("an origin with a path: error %v, want a schema error", err)
 	}
 }
+
+// The console's sign-in at the issuer the gateway trusts: its client id in
+// the environment, the client secret from a Secret the chart makes, and
+// egress to the issuer; no issuer, or no sign-in at all, fails the render.
+func TestConsoleOIDC(t *testing.T) {
+	t.Parallel()
+	ch := loadChart(t)
+	vals := valuesFile(t, "console-values.yaml")
+	vals["bo"] = map[string]any{"oidc": map[string]any{"issuerUrl": "https://id.example.com:8443/realms/doclib", "audience": "doclib-console"}}
+	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.library.example.com", "tokenSignIn": false,
+		"oidc": map[string]any{"clientId": "doclib-console", "clientSecret": "ci-client-secret"}}
+	out, err := render(ch, vals)
+	if err != nil {
+		t.Fatalf("render the console with OIDC: %v", err)
+	}
+	m := decode(t, out)
+	d := deployment(t, m, "console")
+	e := env(t, d)
+	for k, want := range map[string]string{
+		"CONSOLE_OIDC_ISSUER_URL": "https://id.example.com:8443/realms/doclib",
+		"CONSOLE_OIDC_CLIENT_ID":  "doclib-console",
+		"CONSOLE_TOKEN_SIGNIN":    "false",
+	} {
+		if e[k] != want {
+			t.Errorf("console %s = %q, want %q", k, e[k], want)
+		}
+	}
+	var ref string
+	for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+		if v.Name == "CONSOLE_OIDC_CLIENT_SECRET" && v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil {
+			ref = v.ValueFrom.SecretKeyRef.Name + "/" + v.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	var made []string
+	for _, s := range m.secrets {
+		if _, ok := s.Data["console-oidc-client-secret"]; ok {
+			made = append(made, s.Name+"/console-oidc-client-secret")
+		}
+	}
+	if ref == "" || !slices.Contains(made, ref) {
+		t.Errorf("CONSOLE_OIDC_CLIENT_SECRET from %q, want a Secret the chart made (%v)", ref, made)
+	}
+	if ports := egressPorts(netpol(t, m, "console")); !strings.Contains(ports, "8443") {
+		t.Errorf("the console's egress %s does not reach the issuer's port 8443", ports)
+	}
+	vals["bo"] = valuesFile(t, "console-values.yaml")["bo"]
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "needs bo.oidc.issuerUrl") {
+		t.Errorf("console.oidc without bo.oidc.issuerUrl: error %v, want the chart's refusal", err)
+	}
+	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.library.example.com", "tokenSignIn": false}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "no sign-in") {
+		t.Errorf("no sign-in at all: error %v, want the chart's refusal", err)
+	}
+}

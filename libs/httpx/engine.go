@@ -26,6 +26,12 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // RequestIDHeader carries the id of a request across services and into logs.
 const RequestIDHeader = "X-Request-ID"
 
+// ClientIPHeader carries, from the gateway to the console, the address of
+// the browser as the gateway found it (TRUSTED_PROXIES): the console limits
+// failed sign-ins per browser with it. The gateway sets it on every
+// request it forwards there, replacing whatever a client sent.
+const ClientIPHeader = "X-Doclib-Client-IP"
+
 // NewEngine returns a Gin engine with the middleware every service uses:
 // request id, request metrics (see metrics.go; served by metrics.Register),
 // panic recovery into a 500 problem, OpenTelemetry spans (health routes

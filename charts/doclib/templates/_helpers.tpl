@@ -92,6 +92,9 @@ default
 {{- define "doclib.secretName.bo" -}}
 {{- .Values.bo.existingSecret | default (printf "%s-bo" (include "doclib.fullname" .)) }}
 {{- end }}
+{{- define "doclib.secretName.consoleOIDC" -}}
+{{- .Values.console.oidc.existingSecret | default (printf "%s-console-oidc" (include "doclib.fullname" .)) }}
+{{- end }}
 {{- define "doclib.secretName.mongodb" -}}
 {{- .Values.mongodb.existingSecret | default (printf "%s-mongodb" (include "doclib.fullname" .)) }}
 {{- end }}
@@ -137,6 +140,12 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- end }}
 {{- if not (or .Values.s3.existingSecret (and .Values.s3.accessKey .Values.s3.secretKey)) }}
 {{- fail "s3: set s3.existingSecret (a Secret with the access and secret keys) or both s3.accessKey and s3.secretKey" }}
+{{- end }}
+{{- if and .Values.console.enabled .Values.console.oidc.clientId (not .Values.bo.oidc.issuerUrl) }}
+{{- fail "console.oidc.clientId needs bo.oidc.issuerUrl: the console signs people in at the issuer the gateway trusts" }}
+{{- end }}
+{{- if and .Values.console.enabled (not .Values.console.tokenSignIn) (not .Values.console.oidc.clientId) }}
+{{- fail "console: no sign-in; set console.oidc.clientId (with bo.oidc.issuerUrl) or console.tokenSignIn=true" }}
 {{- end }}
 {{- if and .Values.console.enabled (not .Values.console.origin) }}
 {{- fail "console.origin is required when console.enabled: where browsers reach the console, e.g. https://admin.library.example.com (CONSOLE_ORIGIN; form posts from elsewhere are refused)" }}
@@ -241,8 +250,12 @@ secrets and the downward API come after, then extraEnv.
 {{- $_ := set $plain "CONSOLE_API_URL" (printf "http://%s:%v" (include "doclib.componentName" (dict "root" $root "name" "gateway")) $v.gateway.adminPort) }}
 {{- $_ := set $plain "CONSOLE_ORIGIN" $svc.origin }}
 {{- $_ := set $plain "CONSOLE_SESSION_TTL" $svc.sessionTTL }}
-{{- /* The only sign-in the console has (OIDC is not built): a back-office API token. */}}
-{{- $_ := set $plain "CONSOLE_TOKEN_SIGNIN" "true" }}
+{{- $_ := set $plain "CONSOLE_TOKEN_SIGNIN" (ternary "true" "false" $svc.tokenSignIn) }}
+{{- if $svc.oidc.clientId }}
+{{- /* The issuer the gateway trusts: the role is decided by the gateway. */}}
+{{- $_ := set $plain "CONSOLE_OIDC_ISSUER_URL" $v.bo.oidc.issuerUrl }}
+{{- $_ := set $plain "CONSOLE_OIDC_CLIENT_ID" $svc.oidc.clientId }}
+{{- end }}
 {{- $_ := set $plain "MEDIA_MAX_UPLOAD_SIZE" (printf "%d" (int64 $v.maxUploadSize)) }}
 {{- end }}
 {{- range $k, $val := $svc.env }}
@@ -301,6 +314,13 @@ secrets and the downward API come after, then extraEnv.
     secretKeyRef:
       name: {{ include "doclib.secretName.bo" $root }}
       key: {{ include "doclib.secretKey.bo" $root }}
+{{- end }}
+{{- if and (eq $name "console") (or $svc.oidc.clientSecret $svc.oidc.existingSecret) }}
+- name: CONSOLE_OIDC_CLIENT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.consoleOIDC" $root }}
+      key: {{ $svc.oidc.existingSecretKey }}
 {{- end }}
 {{- with $svc.extraEnv }}
 {{ toYaml . }}

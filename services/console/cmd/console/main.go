@@ -17,6 +17,7 @@ import (
 	"github.com/doclib/services/console/internal/boclient"
 	"github.com/doclib/services/console/internal/pages"
 	"github.com/doclib/services/console/internal/session"
+	"github.com/doclib/services/console/internal/signin"
 )
 
 const service = "console"
@@ -36,7 +37,11 @@ type settings struct {
 	origin      *url.URL
 	sessionTTL  time.Duration
 	tokenSignIn bool
+	oidc        *signin.Provider // nil: no sign-in at an OpenID provider
 	maxUpload   int64
+	// signInFailures is failed token sign-ins allowed per minute per
+	// browser address, also the burst; 0 counts none.
+	signInFailures int64
 }
 
 func load(env *config.Env) (settings, error) {
@@ -51,6 +56,9 @@ func load(env *config.Env) (settings, error) {
 		sessionTTL:  env.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
 		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
 		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
+		// Below the gateway's BO_AUTH_FAILURE_LIMIT (60): one browser never
+		// spends the console's budget at the gateway alone.
+		signInFailures: env.Int("CONSOLE_SIGNIN_FAILURE_LIMIT", 10, 0, 1_000_000),
 	}
 	if s.origin != nil && s.origin.Path != "" && s.origin.Path != "/" {
 		env.Check("CONSOLE_ORIGIN", errors.New("must be an origin (scheme and host), without a path"))
@@ -58,9 +66,9 @@ func load(env *config.Env) (settings, error) {
 	if s.sessionTTL < time.Minute {
 		env.Check("CONSOLE_SESSION_TTL", errors.New("must be at least 1m"))
 	}
-	if !s.tokenSignIn {
-		// The OIDC sign-in is not built yet (README, Console).
-		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true: the sign-in with a back-office API token is the only one the console has"))
+	s.oidc = signin.FromEnv(env, s.origin, s.apiTimeout)
+	if !s.tokenSignIn && s.oidc == nil {
+		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true when CONSOLE_OIDC_ISSUER_URL is unset: the console needs a way to sign in"))
 	}
 	return s, env.Err()
 }
@@ -82,12 +90,15 @@ func run(ctx context.Context) error {
 	log := proc.Log
 
 	p, err := pages.New(pages.Config{
-		API:          boclient.New(cfg.apiURL, cfg.apiTimeout),
-		Sessions:     session.NewStore(cfg.sessionTTL),
-		Log:          log,
-		SecureCookie: cfg.origin.Scheme == "https",
-		TokenSignIn:  cfg.tokenSignIn,
-		Timeout:      cfg.apiTimeout,
+		API:            boclient.New(cfg.apiURL, cfg.apiTimeout),
+		Sessions:       session.NewStore(cfg.sessionTTL),
+		Log:            log,
+		SecureCookie:   cfg.origin.Scheme == "https",
+		TokenSignIn:    cfg.tokenSignIn,
+		OIDC:           cfg.oidc,
+		SignInFailures: failureLimit(cfg.signInFailures),
+		Origin:         cfg.origin.Scheme + "://" + cfg.origin.Host,
+		Timeout:        cfg.apiTimeout,
 	})
 	if err != nil {
 		return err

@@ -162,24 +162,23 @@ func jsonRequest(method, path, token string, v any) request {
 	return request{method: method, path: path, token: token, body: bytes.NewReader(b), contentType: "application/json"}
 }
 
-// Role finds what token may do with documented routes only: a create with
-// an empty body is refused 403 to a viewer before anything is looked at,
-// and 422 (nothing stored) to an editor; 401 is a token that is not valid.
-func (c *Client) Role(ctx context.Context, token string) (string, error) {
-	_, err := c.do(ctx, jsonRequest(http.MethodPost, "/bo/documents", token, struct{}{}), nil)
-	var e *APIError
-	switch {
-	case err == nil:
-		return "", &APIError{Code: "bad_answer", Detail: "the API accepted an empty document"}
-	case !errors.As(err, &e):
-		return "", err
-	case e.Status == http.StatusUnprocessableEntity:
-		return "editor", nil
-	case e.Status == http.StatusForbidden:
-		return "viewer", nil
-	default:
-		return "", e
+// Me is who a token names, as the gateway decides it (GET /bo/me).
+type Me struct {
+	Name string `json:"name"`
+	Role string `json:"role"` // "viewer" or "editor"
+}
+
+// Me asks the gateway who token names and what it may do: 401 is a token
+// that is not valid, 403 one naming somebody with no role on /bo.
+func (c *Client) Me(ctx context.Context, token string) (Me, error) {
+	var me Me
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/bo/me", token: token}, &me); err != nil {
+		return Me{}, err
 	}
+	if me.Role != "viewer" && me.Role != "editor" {
+		return Me{}, &APIError{Code: "bad_answer", Detail: "the API named a role the console does not know"}
+	}
+	return me, nil
 }
 
 // upload is a multipart body with one file part.

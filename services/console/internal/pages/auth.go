@@ -2,11 +2,16 @@ package pages
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/services/console/internal/boclient"
 	"github.com/doclib/services/console/internal/session"
 )
@@ -18,7 +23,7 @@ const (
 
 func (p *Pages) signInPage(c *gin.Context) {
 	p.render(c, http.StatusOK, "signin", view{Title: "Sign in", Notice: notice(c.Query("why")),
-		Data: p.cfg.TokenSignIn})
+		Data: p.signInOptions()})
 }
 
 // notice turns a redirect's reason into words.
@@ -39,28 +44,66 @@ func (p *Pages) signIn(c *gin.Context) {
 		return
 	}
 	token := strings.TrimSpace(c.PostForm("token"))
-	fail := func(e *boclient.APIError) {
-		p.render(c, status(e), "signin", view{Title: "Sign in", Error: e, Data: true})
-	}
 	if token == "" {
-		fail(&boclient.APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
+		p.signInFailed(c, &boclient.APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
 			Errors: []boclient.FieldError{{Field: "token", Message: "enter your API token"}}, Detail: "The token is missing."})
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
-	defer cancel()
-	role, err := p.cfg.API.Role(ctx, token)
-	if err != nil {
-		e := boclient.AsAPIError(err)
-		if e.Status == http.StatusUnauthorized {
-			e.Errors = []boclient.FieldError{{Field: "token", Message: "this token is not valid"}}
-		}
-		fail(e)
+	me, e := p.checkToken(c, token)
+	if e != nil {
+		p.signInFailed(c, e)
 		return
 	}
-	s := p.cfg.Sessions.Create(token, "", session.Role(role))
+	s := p.cfg.Sessions.Create(token, me.Name, session.Role(me.Role))
 	p.setCookie(c, s.ID, int(p.cfg.Sessions.TTL().Seconds()))
 	c.Redirect(http.StatusSeeOther, Base+"/")
+}
+
+// checkToken asks the gateway who token names. Every such call reaches
+// the gateway from the console's own address, so wrong tokens would spend
+// the gateway's failed-authentication budget of that address for every
+// console user: the console keeps its own budget per browser address and
+// refuses a browser that spent it before calling the gateway.
+func (p *Pages) checkToken(c *gin.Context, token string) (boclient.Me, *boclient.APIError) {
+	key := ratelimit.ClientKey(browserIP(c))
+	if limit := p.cfg.SignInFailures; limit != nil {
+		if spent, wait := limit.Spent(key); spent {
+			return boclient.Me{}, tooManySignIns(c, wait)
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	me, err := p.cfg.API.Me(ctx, token)
+	if err == nil {
+		return me, nil
+	}
+	e := boclient.AsAPIError(err)
+	switch e.Status {
+	case http.StatusUnauthorized:
+		if limit := p.cfg.SignInFailures; limit != nil {
+			limit.Allow(key)
+		}
+		e.Errors = []boclient.FieldError{{Field: "token", Message: "this token is not valid"}}
+	case http.StatusTooManyRequests: // the gateway's budget of the console's address
+		return boclient.Me{}, tooManySignIns(c, time.Minute)
+	}
+	return boclient.Me{}, e
+}
+
+// browserIP is the browser's address the gateway forwarded, else the
+// peer's (the console reached without the gateway, in tests).
+func browserIP(c *gin.Context) string {
+	if ip := c.GetHeader(httpx.ClientIPHeader); ip != "" {
+		return ip
+	}
+	return c.RemoteIP()
+}
+
+func tooManySignIns(c *gin.Context, wait time.Duration) *boclient.APIError {
+	secs := ratelimit.RetryAfterSeconds(wait)
+	c.Header("Retry-After", strconv.Itoa(secs))
+	return &boclient.APIError{Status: http.StatusTooManyRequests, Code: "rate_limited",
+		Detail: fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs)}
 }
 
 func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
@@ -70,13 +113,28 @@ func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
 	})
 }
 
-// signOut ends the session on the server and clears the cookie.
+// signOut ends the session on the server and clears the cookie. A person
+// signed in at the provider is offered a link that ends the session there
+// too (end_session_endpoint, when the provider has one): a link, not a
+// redirect, as the page's CSP (form-action 'self') would stop a form's
+// redirect to another origin, and as leaving the organisation's account
+// is the person's choice.
 func (p *Pages) signOut(c *gin.Context) {
+	end := ""
 	if id, err := c.Cookie(cookieName); err == nil {
+		if s, ok := p.cfg.Sessions.Get(id); ok && s.IDToken != "" && p.cfg.OIDC != nil {
+			end = p.cfg.OIDC.EndSessionURL(s.IDToken, p.cfg.Origin+Base+"/sign-in?why=signed-out")
+		}
 		p.cfg.Sessions.Delete(id)
 	}
 	p.setCookie(c, "", -1)
-	c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
+	if end == "" {
+		c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
+		return
+	}
+	opts := p.signInOptions()
+	opts.EndSession = end
+	p.render(c, http.StatusOK, "signin", view{Title: "Sign in", Notice: notice("signed-out"), Data: opts})
 }
 
 // requireSession lets in a request with a live session; others go to the

@@ -14,8 +14,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/services/console/internal/boclient"
 	"github.com/doclib/services/console/internal/session"
+	"github.com/doclib/services/console/internal/signin"
 )
 
 // Base is the path every console page is under.
@@ -37,6 +39,13 @@ type Config struct {
 	SecureCookie bool
 	// TokenSignIn offers the sign-in with a back-office API token.
 	TokenSignIn bool
+	// OIDC, when not nil, offers the sign-in at the OpenID provider.
+	OIDC *signin.Provider
+	// Origin is where browsers reach the console (scheme and host).
+	Origin string
+	// SignInFailures counts failed token sign-ins per browser address;
+	// nil counts nothing.
+	SignInFailures *ratelimit.Limiter
 	// Timeout bounds each page's calls to the API.
 	Timeout time.Duration
 }
@@ -87,6 +96,8 @@ func (p *Pages) Register(r gin.IRouter) {
 	r.StaticFS(Base+"/static", http.FS(static))
 	r.GET(Base+"/sign-in", p.signInPage)
 	r.POST(Base+"/sign-in", p.signIn)
+	r.GET(Base+"/sign-in/provider", p.startOIDC)
+	r.GET(signin.CallbackPath, p.finishOIDC)
 	r.POST(Base+"/sign-out", p.signOut)
 
 	g := r.Group(Base, p.requireSession)

@@ -30,6 +30,9 @@ type Session struct {
 	Name    string
 	Role    Role
 	Expires time.Time
+	// IDToken is the OpenID provider's, for signing out there too; empty
+	// after a sign-in with a token.
+	IDToken string
 }
 
 // CanEdit reports whether the person may change anything.
@@ -50,7 +53,17 @@ func NewStore(ttl time.Duration) *Store {
 
 // Create starts a session for the person token names.
 func (st *Store) Create(token, name string, role Role) Session {
-	s := Session{ID: newID(), Token: token, Name: name, Role: role, Expires: st.now().Add(st.ttl)}
+	return st.Add(Session{Token: token, Name: name, Role: role})
+}
+
+// Add starts session s under a new id. It lasts the store's ttl, or until
+// s.Expires when that comes first (an access token that expires sooner:
+// the session must not outlive the token it sends).
+func (st *Store) Add(s Session) Session {
+	s.ID = newID()
+	if limit := st.now().Add(st.ttl); s.Expires.IsZero() || s.Expires.After(limit) {
+		s.Expires = limit
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweep()

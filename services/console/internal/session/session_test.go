@@ -30,3 +30,30 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal("an expired session is still found")
 	}
 }
+
+// TestAddEndsWithTheToken: a session never outlives the access token it
+// sends, nor the store's ttl.
+func TestAddEndsWithTheToken(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	st := NewStore(time.Hour)
+	st.now = func() time.Time { return now }
+	for _, tc := range []struct {
+		name   string
+		tokens time.Time
+		want   time.Time
+	}{
+		{"token ends first", now.Add(5 * time.Minute), now.Add(5 * time.Minute)},
+		{"ttl ends first", now.Add(3 * time.Hour), now.Add(time.Hour)},
+		{"token's end not said", time.Time{}, now.Add(time.Hour)},
+	} {
+		if s := st.Add(Session{Token: "jwt", Role: Viewer, Expires: tc.tokens}); !s.Expires.Equal(tc.want) {
+			t.Errorf("%s: expires %v, want %v", tc.name, s.Expires, tc.want)
+		}
+	}
+	s := st.Add(Session{Token: "jwt", Role: Editor, Expires: now.Add(5 * time.Minute)})
+	now = now.Add(5 * time.Minute)
+	if _, ok := st.Get(s.ID); ok {
+		t.Fatal("the session outlived its access token")
+	}
+}

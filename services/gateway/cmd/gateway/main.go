@@ -14,12 +14,12 @@ import (
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/periodic"
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/libs/startup"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/httpapi"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
-	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/reference"
 	"github.com/doclib/services/gateway/internal/route"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/problem"
-	"github.com/doclib/services/gateway/internal/ratelimit"
+	"github.com/doclib/libs/ratelimit"
 )
 
 // Verifier turns a bearer token into the caller it names.

@@ -14,9 +14,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/auth/oidctest"
-	"github.com/doclib/services/gateway/internal/ratelimit"
 )
 
 func init() { gin.SetMode(gin.TestMode) }

@@ -15,13 +15,13 @@ import (
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/logging"
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/bodyread"
 	"github.com/doclib/services/gateway/internal/httpapi"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
-	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/reference"
 	"github.com/doclib/services/gateway/internal/route"
 )
@@ -46,7 +46,8 @@ type options struct {
 	failures        *ratelimit.Limiter
 	corsOrigins     []string
 	bodyRead        bodyread.Config
-	console         http.Handler // served at /console/ on the admin listener
+	console         http.Handler    // served at /console/ on the admin listener
+	verifiers       []auth.Verifier // asked after the static tokens
 }
 
 type harness struct {
@@ -101,11 +102,11 @@ func start(t *testing.T, o options) *harness {
 	if o.cacheTTL > 0 {
 		cache = microcache.New(o.cacheTTL, microcache.Limits{MaxBody: 1 << 20, MaxTotal: 1 << 30, MaxQueryTotal: 1 << 30})
 	}
-	authenticator, err := auth.New(o.failures, auth.NewStatic([]auth.StaticToken{
+	authenticator, err := auth.New(o.failures, append([]auth.Verifier{auth.NewStatic([]auth.StaticToken{
 		{Name: "alice", Role: identity.Editor, Token: token1},
 		{Name: "bob", Role: identity.Editor, Token: token2},
 		{Name: "carol", Role: identity.Viewer, Token: viewerToken},
-	}))
+	})}, o.verifiers...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

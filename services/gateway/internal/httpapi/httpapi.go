@@ -10,6 +10,7 @@ package httpapi
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"strconv"
@@ -21,11 +22,11 @@ import (
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/problem"
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/services/gateway/internal/bodyread"
 	"github.com/doclib/services/gateway/internal/crossorigin"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
-	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/reference"
 	"github.com/doclib/services/gateway/internal/route"
 )
@@ -94,6 +95,11 @@ func New(d Deps) (Engines, error) {
 	if d.Auth == nil || d.Signer == nil {
 		return Engines{}, fmt.Errorf("httpapi: no authentication for /bo")
 	}
+	d.Upstreams = maps.Clone(d.Upstreams)
+	if d.Upstreams == nil {
+		d.Upstreams = map[route.Upstream]http.Handler{}
+	}
+	d.Upstreams[route.Self] = http.HandlerFunc(whoAmI)
 	public, err := newEngine(d, "public")
 	if err != nil {
 		return Engines{}, err
@@ -127,8 +133,8 @@ func New(d Deps) (Engines, error) {
 	}
 	if d.Console != nil {
 		// The console's own pages and forms, never on the public listener.
-		admin.Any(ConsolePath, forward(d.Console))
-		admin.Any(ConsolePath+"/*page", forward(d.Console))
+		admin.Any(ConsolePath, tellClientIP, forward(d.Console))
+		admin.Any(ConsolePath+"/*page", tellClientIP, forward(d.Console))
 	}
 	return Engines{Public: public, Admin: admin}, nil
 }
@@ -240,6 +246,13 @@ func guardBackOffice(auth Authenticator, signer *proof.Signer) gin.HandlerFunc {
 		c.Request.Header.Set(proof.Header, signer.Sign(c.Request.Method, c.Request.URL.EscapedPath(), caller))
 		c.Next()
 	}
+}
+
+// tellClientIP tells the console the browser's address, as found here
+// (a client's own value is replaced).
+func tellClientIP(c *gin.Context) {
+	c.Request.Header.Set(httpx.ClientIPHeader, c.ClientIP())
+	c.Next()
 }
 
 // dropForgedIdentity removes an identity header a client sent: only the

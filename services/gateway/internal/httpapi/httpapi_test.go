@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/libs/testkit"
-	"github.com/doclib/services/gateway/internal/ratelimit"
 	"github.com/doclib/services/gateway/internal/route"
 )
 

@@ -17,9 +17,12 @@ const (
 	Catalog  Upstream = "catalog"
 	Media    Upstream = "media"
 	Webhook  Upstream = "webhook"
+	// Self marks the routes the gateway answers itself (GET /bo/me): no
+	// service is behind them.
+	Self Upstream = "gateway"
 )
 
-// Upstreams lists every service behind the gateway.
+// Upstreams lists every service behind the gateway (not Self).
 func Upstreams() []Upstream { return []Upstream{Taxonomy, Catalog, Media, Webhook} }
 
 // Kind says what request body a route takes, which decides the body rules
@@ -143,6 +146,9 @@ func Table() []Route {
 
 func table() []Route {
 	return []Route{
+		// the gateway itself: who the caller is
+		{"GET", "/bo/me", Self, NoBody},
+
 		// taxonomy
 		{"GET", "/public/tags-categories", Taxonomy, NoBody},
 		{"GET", "/bo/tags-categories", Taxonomy, NoBody},

@@ -1,7 +1,7 @@
-// Package ratelimit owns the per-client rate limits: of the public side's
-// requests, and of failed back-office authentications. One token bucket
-// per client key (the client IP), kept in a bounded map whose idle entries
-// expire.
+// Package ratelimit owns the per-client rate limits: of the gateway's
+// public requests and failed back-office authentications, and of the
+// console's failed sign-ins. One token bucket per client key (the client
+// IP), kept in a bounded map whose idle entries expire.
 package ratelimit
 
 import (
@@ -72,6 +72,23 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+// Spent reports whether key's bucket is empty, and how long until it holds
+// a token again, without taking anything: a caller that counts only
+// failures refuses before trying, then takes one (Allow) for a failure.
+func (l *Limiter) Spent(key string) (bool, time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, found := l.clients[key]
+	if !found {
+		return false, 0
+	}
+	if tokens := c.lim.TokensAt(now); tokens < 1 {
+		return true, time.Duration((1 - tokens) / float64(l.limit) * float64(time.Second))
+	}
+	return false, 0
 }
 
 // RetryAfterSeconds renders d as a Retry-After value: whole seconds, at

@@ -78,3 +78,33 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSpent: Spent looks without taking; it is true exactly when Allow
+// would refuse, and says for how long.
+func TestSpent(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 0)
+	l := New(0.5, 2, 10) // a token every 2 s
+	l.now = func() time.Time { return now }
+	for i := range 5 {
+		if spent, _ := l.Spent("a"); spent {
+			t.Fatalf("look %d: spent before anything was taken", i)
+		}
+	}
+	l.Allow("a")
+	l.Allow("a")
+	spent, wait := l.Spent("a")
+	if !spent || wait != 2*time.Second {
+		t.Fatalf("after the burst: spent %v for %v, want true for 2s", spent, wait)
+	}
+	if ok, _ := l.Allow("a"); ok {
+		t.Fatal("Allow took a token Spent said was not there")
+	}
+	if spent, _ := l.Spent("b"); spent {
+		t.Fatal("another key is spent")
+	}
+	now = now.Add(2 * time.Second)
+	if spent, _ := l.Spent("a"); spent {
+		t.Fatal("still spent once a token is back")
+	}
+}

@@ -1,0 +1,120 @@
+package pages
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/services/console/internal/boclient"
+	"github.com/doclib/services/console/internal/session"
+	"github.com/doclib/services/console/internal/signin"
+)
+
+// attemptCookie binds a sign-in at the provider to the browser that
+// started it; scoped to the sign-in paths, gone after the callback.
+const attemptCookie = "doclib_console_signin"
+
+// signInOptions is what the sign-in page offers.
+type signInOptions struct {
+	Token    bool // a back-office API token
+	Provider bool // the OpenID provider
+	// EndSession, after a sign-out, ends the session at the provider too.
+	EndSession string
+}
+
+func (p *Pages) signInOptions() signInOptions {
+	return signInOptions{Token: p.cfg.TokenSignIn, Provider: p.cfg.OIDC != nil}
+}
+
+// signInFailed shows the sign-in page again with what went wrong.
+func (p *Pages) signInFailed(c *gin.Context, e *boclient.APIError) {
+	p.render(c, status(e), "signin", view{Title: "Sign in", Error: e, Data: p.signInOptions()})
+}
+
+// startOIDC sends the browser to the provider with a new attempt.
+func (p *Pages) startOIDC(c *gin.Context) {
+	if p.cfg.OIDC == nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	to, binding, err := p.cfg.OIDC.Start(ctx)
+	if err != nil {
+		p.signInFailed(c, p.providerProblem(err))
+		return
+	}
+	p.attemptCookie(c, binding, int(signin.AttemptTTL/time.Second))
+	c.Redirect(http.StatusSeeOther, to)
+}
+
+// finishOIDC takes the provider's answer: the attempt it names is used up
+// whatever happens, the gateway says who the access token names, and a
+// session lasting no longer than the token starts.
+func (p *Pages) finishOIDC(c *gin.Context) {
+	if p.cfg.OIDC == nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	binding, _ := c.Cookie(attemptCookie)
+	p.attemptCookie(c, "", -1)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	res, err := p.cfg.OIDC.Finish(ctx, c.Request.URL.Query(), binding)
+	if err != nil {
+		p.signInFailed(c, p.providerProblem(err))
+		return
+	}
+	me, err := p.cfg.API.Me(ctx, res.AccessToken)
+	if err != nil {
+		p.signInFailed(c, meProblem(err))
+		return
+	}
+	s := p.cfg.Sessions.Add(session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: me.Name,
+		Role: session.Role(me.Role), Expires: res.Expires})
+	p.setCookie(c, s.ID, max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
+	c.Redirect(http.StatusSeeOther, Base+"/")
+}
+
+func (p *Pages) attemptCookie(c *gin.Context, value string, maxAge int) {
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: attemptCookie, Value: value, Path: Base + "/sign-in/", MaxAge: maxAge,
+		HttpOnly: true, Secure: p.cfg.SecureCookie, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// providerProblem says in words why a sign-in at the provider failed; the
+// cause of an outage goes to the log, not to the page.
+func (p *Pages) providerProblem(err error) *boclient.APIError {
+	var refused *signin.Refused
+	switch {
+	case errors.Is(err, signin.ErrAttempt):
+		return &boclient.APIError{Status: http.StatusBadRequest, Code: "sign_in_not_started",
+			Detail: "This answer of the identity provider matches no sign-in started in this browser: it was already used, took too long, or was started elsewhere. Sign in again."}
+	case errors.As(err, &refused):
+		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "sign_in_refused",
+			Detail: "The identity provider did not sign you in: " + refused.Reason + ". Sign in again."}
+	case errors.Is(err, signin.ErrBusy):
+		return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "busy", Detail: err.Error()}
+	}
+	p.cfg.Log.Warn("identity provider unavailable", "err", err)
+	return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "provider_unavailable",
+		Detail: "The identity provider cannot be reached right now, so nobody can sign in with it. Try again in a few minutes."}
+}
+
+// meProblem says why the gateway did not accept the provider's token.
+func meProblem(err error) *boclient.APIError {
+	e := boclient.AsAPIError(err)
+	switch e.Status {
+	case http.StatusUnauthorized:
+		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "token_not_accepted",
+			Detail: "The library's API does not accept the identity provider's token: the gateway must trust this provider (OIDC_ISSUER_URL) with this console's client as the audience (OIDC_AUDIENCE)."}
+	case http.StatusForbidden:
+		return &boclient.APIError{Status: http.StatusForbidden, Code: "no_role",
+			Detail: "You are signed in at the identity provider, but your account has no role in the library. Ask for the viewer or editor role."}
+	}
+	return e
+}
