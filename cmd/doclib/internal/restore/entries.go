@@ -31,6 +31,10 @@ func (in *Importer) put(ctx context.Context, entry, kind, id, path string, body 
 		in.count(kind, 0, true, id)
 		return nil
 	}
+	if errors.As(err, &se) && se.Status == http.StatusRequestEntityTooLarge {
+		return fmt.Errorf("entry %s: %s %s is larger than the installation takes (raise MEDIA_MAX_UPLOAD_SIZE of its gateway and media service): %w",
+			entry, kind, id, err)
+	}
 	if err != nil {
 		return fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
 	}
