@@ -85,25 +85,31 @@ func timed(f func()) time.Duration {
 // Go starts itself is no use, Linux carries the parent's peak (this test
 // binary's, hundreds of MiB) into the child's ru_maxrss at exec.
 func timedDoclib(b *testing.B, st *Stack, args ...string) (time.Duration, int64) {
-	rssFile := filepath.Join(b.TempDir(), "rss")
-	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile, doclib(b)}, args...)...)
+	start := time.Now()
+	out, kib, err := doclibRSS(b, st, args...)
+	if err != nil {
+		b.Fatalf("doclib %v: %v\n%s", args, err, out)
+	}
+	return time.Since(start), kib
+}
+
+// doclibRSS runs doclib against st under /usr/bin/time and returns its
+// output, its peak RSS in KiB and its error.
+func doclibRSS(t testing.TB, st *Stack, args ...string) (string, int64, error) {
+	t.Helper()
+	rssFile := filepath.Join(t.TempDir(), "rss")
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile, doclib(t)}, args...)...)
 	cmd.Env = append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("doclib %v: %v\n%s", args, err, out.String())
-	}
-	d := time.Since(start)
+	runErr := cmd.Run()
 	raw, err := os.ReadFile(rssFile)
-	if err != nil {
-		b.Fatal(err)
-	}
-	kib, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	if err != nil {
-		b.Fatalf("/usr/bin/time: %q: %v", raw, err)
-	}
-	return d, kib
+	testkit.Must(t, err, "/usr/bin/time's output")
+	// On a failure /usr/bin/time writes "Command exited with non-zero status N" first.
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	kib, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	testkit.Must(t, err, fmt.Sprintf("/usr/bin/time: %q", raw))
+	return out.String(), kib, runErr
 }
 
 // envOf is the value of a service's environment variable in st.

@@ -387,6 +387,10 @@ func importRoutes(t *testing.T, call func(method, path string, body any, want in
 		`{"version":1,"at":"2026-11-20T09:00:03.118Z","by":"alice","why":"POST /bo/documents","document":`+doc+`}`, 422)
 	call("PUT", "/bo/import/documents/importedDoc1", doc, 201)
 	call("PUT", "/bo/import/documents/importedDoc1", strings.Replace(doc, `"Imported"`, `"Changed"`, 1), 409)
+	doc2 := strings.Replace(doc, "importedDoc1", "importedDoc2", 1)
+	call("PUT", "/bo/import/documents/importedDoc2/entry", `{"document":`+doc2+`,"revisions":[{"version":1,`+
+		`"at":"2026-11-20T09:00:03.118Z","by":"alice","why":"POST /bo/documents","document":`+doc2+`}]}`, 201)
+	call("PUT", "/bo/import/documents/importedDoc3/entry", `{"document":`+doc2+`,"revisions":[]}`, 422)
 	for _, c := range []struct {
 		digest string
 		want   int

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,6 +248,19 @@ func (m *MinIOServer) Stop() {
 	defer m.mu.Unlock()
 	if m.proc != nil {
 		m.proc.Stop()
+		m.proc = nil
+	}
+}
+
+// Kill kills the server at once (SIGKILL: no shutdown, requests in
+// flight cut), as a crash or an OOM kill would; Start brings it back on the
+// same address and data.
+func (m *MinIOServer) Kill() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc != nil {
+		_ = syscall.Kill(m.proc.Pid(), syscall.SIGKILL)
+		m.proc.Stop() // reaps it: the signal it sends finds the process gone
 		m.proc = nil
 	}
 }

@@ -145,46 +145,42 @@ func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.Raw
 	return e.w.WriteBytes(archive.DocumentEntry(id), raw)
 }
 
-// revisions returns the revisions of id up to version, oldest first.
+// revisions returns the revisions of id up to version, oldest first, each
+// as GET /bo/documents/{id}/revisions/{rev} answers it: read in pages of
+// them whole (?full=true), one request for most documents, not one per
+// revision.
 func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
-	var versions []int64
-	path := "/bo/documents/" + id + "/revisions?limit=200"
+	var out []json.RawMessage
+	path := "/bo/documents/" + id + "/revisions?full=true&limit=50"
 	for {
 		raw, err := e.c.Get(ctx, path)
 		if err != nil {
 			return nil, err
 		}
 		var page struct {
-			Revisions []struct {
-				Version int64 `json:"version"`
-			} `json:"revisions"`
-			NextBefore int64 `json:"nextBefore"`
+			Revisions  []json.RawMessage `json:"revisions"`
+			NextBefore int64             `json:"nextBefore"`
 		}
 		if err := json.Unmarshal(raw, &page); err != nil {
 			return nil, err
 		}
 		for _, r := range page.Revisions {
-			if r.Version <= version {
-				versions = append(versions, r.Version)
+			var v struct {
+				Version int64 `json:"version"`
+			}
+			if err := json.Unmarshal(r, &v); err != nil {
+				return nil, err
+			}
+			if v.Version <= version {
+				out = append(out, r)
 			}
 		}
 		if page.NextBefore == 0 || len(page.Revisions) == 0 {
 			break
 		}
-		path = "/bo/documents/" + id + "/revisions?limit=200&before=" + strconv.FormatInt(page.NextBefore, 10)
+		path = "/bo/documents/" + id + "/revisions?full=true&limit=50&before=" + strconv.FormatInt(page.NextBefore, 10)
 	}
-	slices.Sort(versions)
-	out := make([]json.RawMessage, 0, len(versions))
-	for _, v := range versions {
-		raw, err := e.c.Get(ctx, "/bo/documents/"+id+"/revisions/"+strconv.FormatInt(v, 10))
-		if errors.Is(err, client.ErrNotFound) {
-			continue // pruned by REVISION_RETENTION meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, raw)
-	}
+	slices.Reverse(out) // pages come newest first
 	return out, nil
 }
 

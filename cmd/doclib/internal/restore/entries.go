@@ -22,22 +22,33 @@ import (
 // put sends one import and counts it; a conflict is an error naming the
 // entry unless merging.
 func (in *Importer) put(ctx context.Context, entry, kind, id, path string, body *client.Body) error {
+	_, err := in.send(ctx, entry, kind, id, path, body)
+	return err
+}
+
+// send is put, reporting whether the record was kept as the installation
+// has it (a conflict, merging).
+func (in *Importer) send(ctx context.Context, entry, kind, id, path string, body *client.Body) (kept bool, err error) {
 	resp, err := in.c.Do(ctx, http.MethodPut, path, body)
 	var se *client.StatusError
 	if errors.As(err, &se) && se.Status == http.StatusConflict && bytes.Contains([]byte(se.Body), []byte(`"import_conflict"`)) {
 		if !in.merge {
-			return fmt.Errorf("entry %s: %s %s exists and differs: %w", entry, kind, id, err)
+			return false, fmt.Errorf("entry %s: %s %s exists and differs: %w", entry, kind, id, err)
 		}
 		in.count(kind, 0, true, id)
-		return nil
+		return true, nil
+	}
+	if errors.As(err, &se) && se.Status == http.StatusRequestEntityTooLarge {
+		return false, fmt.Errorf("entry %s: %s %s is larger than the installation takes (raise MEDIA_MAX_UPLOAD_SIZE of its gateway and media service): %w",
+			entry, kind, id, err)
 	}
 	if err != nil {
-		return fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
+		return false, fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	in.count(kind, resp.StatusCode, false, id)
-	return nil
+	return false, nil
 }
 
 // referenceData writes categories, tags and (unless merging: the target's
@@ -167,7 +178,7 @@ func (in *Importer) startDocument(p *pool, f *archive.File, done map[string]chan
 				return ctx.Err()
 			}
 		}
-		if err := in.document(ctx, entry, id, d); err != nil {
+		if err := in.document(ctx, entry, id, d, raw); err != nil {
 			return err
 		}
 		close(mine)
@@ -176,10 +187,23 @@ func (in *Importer) startDocument(p *pool, f *archive.File, done map[string]chan
 	return nil
 }
 
-// document sends a document's revisions, then the document (the catalog
-// takes a document's revisions before it).
-func (in *Importer) document(ctx context.Context, entry, id string, d library.Document) error {
+// maxEntryBody is the largest body the import routes take (the catalog's
+// httpx.MaxImportJSONBody): a larger entry goes one revision at a time.
+const maxEntryBody = 8 << 20
+
+// document sends a document's entry as it is (its revisions, then it, in
+// one request), or, when it is over maxEntryBody, its revisions one by one
+// and then the document (the catalog takes a document's revisions before
+// it).
+func (in *Importer) document(ctx context.Context, entry, id string, d library.Document, raw []byte) error {
 	base := "/bo/import/documents/" + url.PathEscape(id)
+	if len(raw) <= maxEntryBody {
+		kept, err := in.send(ctx, entry, "document", id, base+"/entry", client.JSON(raw))
+		if err == nil && !kept {
+			in.countRevisions(len(d.Revisions))
+		}
+		return err
+	}
 	for _, rev := range d.Revisions {
 		var r struct {
 			Version int64 `json:"version"`

@@ -63,6 +63,14 @@ type Importer struct {
 	result  Result
 }
 
+// countRevisions counts n revisions written (or already there) with their
+// document's entry.
+func (in *Importer) countRevisions(n int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.result.Unchanged["revision"] += n
+}
+
 func (in *Importer) count(kind string, status int, conflict bool, id string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -76,8 +76,8 @@ type Revisions interface {
 	// given time (by Change.At).
 	Unsettled(ctx context.Context, before time.Time, limit int) ([]Document, error)
 	// ListRevisions returns up to limit revisions of the document with a
-	// version below before, newest first, without their Doc.
-	ListRevisions(ctx context.Context, id string, before int64, limit int) ([]Revision, error)
+	// version below before, newest first, with their Doc only if withDocs.
+	ListRevisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]Revision, error)
 	// GetRevision returns one revision; ErrRevisionNotFound if there is none.
 	GetRevision(ctx context.Context, id string, version int64) (Revision, error)
 	// TrimRevisions removes the revisions of each document up to its
@@ -330,8 +330,9 @@ func ParseRetention(s string) (Retention, error) {
 func (s *Service) SetRetention(r Retention) { s.retention = r }
 
 // Revisions returns a page of the document's revisions, newest first,
-// below version before (0: from the newest).
-func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int) ([]Revision, error) {
+// below version before (0: from the newest), with the document each kept
+// if withDocs.
+func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]Revision, error) {
 	d, err := s.repair(ctx, id)
 	if err != nil {
 		return nil, err
@@ -339,7 +340,7 @@ func (s *Service) Revisions(ctx context.Context, id string, before int64, limit 
 	if before == 0 || before > d.Version {
 		before = d.Version + 1
 	}
-	return s.store.ListRevisions(ctx, id, before, limit)
+	return s.store.ListRevisions(ctx, id, before, limit, withDocs)
 }
 
 // Revision returns one revision of the document.

@@ -19,7 +19,7 @@ func link(title string, tags ...string) document.Input {
 
 func versions(t *testing.T, svc *document.Service, id string) string {
 	t.Helper()
-	revs, err := svc.Revisions(context.Background(), id, 0, 100)
+	revs, err := svc.Revisions(context.Background(), id, 0, 100, false)
 	testkit.Must(t, err, "Revisions")
 	var out []string
 	for _, r := range revs {
@@ -56,7 +56,7 @@ func TestEveryWriteKeepsARevision(t *testing.T) {
 	if _, err := svc.Revision(ctx, d.ID, 99); !errors.Is(err, document.ErrRevisionNotFound) {
 		t.Errorf("revision 99: %v, want ErrRevisionNotFound", err)
 	}
-	page, _ := svc.Revisions(ctx, d.ID, 3, 1)
+	page, _ := svc.Revisions(ctx, d.ID, 3, 1, false)
 	if len(page) != 1 || page[0].Version != 2 {
 		t.Errorf("page before 3 = %+v, want revision 2", page)
 	}
@@ -101,7 +101,7 @@ func TestAnUnstoredRevisionIsNotLost(t *testing.T) {
 	// The crash: a write whose document was written with its mark, its
 	// revision not (the create's revision stored first, as every write
 	// stores the one before it).
-	_, err = svc.Revisions(ctx, d.ID, 0, 1)
+	_, err = svc.Revisions(ctx, d.ID, 0, 1, false)
 	testkit.Must(t, err, "Revisions")
 	_, err = store.Update(ctx, d.ID, document.Refs{}, func(x *document.Document) error {
 		x.Title, x.Version, x.RevisionPending = "crashed", x.Version+1, true

@@ -89,6 +89,17 @@ type revisionDetail struct {
 	Document documentAdmin `json:"document"`
 }
 
+// revisionFullPage is a page of revisions each with its document
+// (?full=true): doclib export reads a document's history in one request.
+type revisionFullPage struct {
+	Revisions  []revisionDetail `json:"revisions"`
+	NextBefore int64            `json:"nextBefore,omitempty"`
+}
+
+func toRevisionDetail(r document.Revision) revisionDetail {
+	return revisionDetail{revisionShort: toRevisionShort(r), Document: toAdmin(r.Doc, nil)}
+}
+
 type dropped struct {
 	TagsIDs    []string `json:"tagsIds"`
 	MediaIDs   []string `json:"mediaIds"`
@@ -171,21 +182,31 @@ func (h *Handler) editorialWrite(write func(ctx context.Context, id string) (doc
 func (h *Handler) revisions(c *gin.Context) {
 	before, err1 := queryInt(c, "before", 0)
 	limit, err2 := queryInt(c, "limit", 50)
-	if err := errors.Join(err1, err2); err != nil || limit < 1 || limit > 200 || before < 0 {
-		fail(c, problem.BadRequest("before must be a revision number, limit a number from 1 to 200"))
+	full := c.Query("full")
+	if err := errors.Join(err1, err2); err != nil || limit < 1 || limit > 200 || before < 0 || (full != "" && full != "true" && full != "false") {
+		httpx.Fail(c, problem.BadRequest("before must be a revision number, limit a number from 1 to 200, full true or false"))
 		return
 	}
-	revs, err := h.svc.Revisions(c, c.Param("id"), before, int(limit))
+	revs, err := h.svc.Revisions(c, c.Param("id"), before, int(limit), full == "true")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out := revisionPage{Revisions: make([]revisionShort, len(revs))}
+	var next int64
+	if len(revs) == int(limit) && revs[len(revs)-1].Version > 1 {
+		next = revs[len(revs)-1].Version
+	}
+	if full == "true" { // the store read them whole anyway
+		out := revisionFullPage{Revisions: make([]revisionDetail, len(revs)), NextBefore: next}
+		for i, r := range revs {
+			out.Revisions[i] = toRevisionDetail(r)
+		}
+		serveJSON(c, out)
+		return
+	}
+	out := revisionPage{Revisions: make([]revisionShort, len(revs)), NextBefore: next}
 	for i, r := range revs {
 		out.Revisions[i] = toRevisionShort(r)
-	}
-	if len(revs) == int(limit) && revs[len(revs)-1].Version > 1 {
-		out.NextBefore = revs[len(revs)-1].Version
 	}
 	serveJSON(c, out)
 }
@@ -200,7 +221,7 @@ func (h *Handler) revision(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	serveJSON(c, revisionDetail{revisionShort: toRevisionShort(r), Document: toAdmin(r.Doc, nil)})
+	serveJSON(c, toRevisionDetail(r))
 }
 
 func (h *Handler) restoreRevision(c *gin.Context) {

@@ -303,6 +303,7 @@ func TestRevisionRoutes(t *testing.T) {
 	if len(page.Revisions) != 2 || page.Revisions[0].Version != 3 {
 		t.Errorf("second page %+v", page)
 	}
+	revisionsInFull(t, r, d.ID)
 	var one struct {
 		Version  int64 `json:"version"`
 		Document struct{ Title string }
@@ -336,6 +337,31 @@ func TestRevisionRoutes(t *testing.T) {
 	if restored.Title != "v1" || strings.Join(restored.TagsIDs, ",") != "a" || restored.Version != 6 ||
 		strings.Join(restored.Dropped.TagsIDs, ",") != "b" || strings.Join(restored.Dropped.MediaIDs, ",") != "png" {
 		t.Errorf("restored %+v", restored)
+	}
+}
+
+// revisionsInFull: ?full=true lists each revision as GET …/revisions/{rev}
+// answers it, byte for byte (doclib export reads a history in one request).
+func revisionsInFull(t *testing.T, r *replica, id string) {
+	t.Helper()
+	var full struct {
+		Revisions  []json.RawMessage `json:"revisions"`
+		NextBefore int64             `json:"nextBefore"`
+	}
+	r.must("GET", "/bo/documents/"+id+"/revisions?limit=4&full=true", "", 200).json(t, &full)
+	if len(full.Revisions) != 4 || full.NextBefore != 2 {
+		t.Fatalf("a full page: %d revisions, nextBefore %d; want 4, 2", len(full.Revisions), full.NextBefore)
+	}
+	for i, raw := range full.Revisions {
+		one := r.must("GET", fmt.Sprintf("/bo/documents/%s/revisions/%d", id, 5-i), "", 200)
+		if got, want := string(raw), strings.TrimSpace(string(one.body)); got != want {
+			t.Errorf("revision %d in a full page:\n%s\nalone:\n%s", 5-i, got, want)
+		}
+	}
+	for _, q := range []string{"full=yes", "limit=0"} {
+		if a := r.do("GET", "/bo/documents/"+id+"/revisions?"+q, ""); a.code != 400 {
+			t.Errorf("%s: %d %s, want 400", q, a.code, a.body)
+		}
 	}
 }
 
@@ -404,7 +430,7 @@ func TestPublishRace(t *testing.T) {
 				patched = true
 			}
 		}
-		revs, err := r.svc.Revisions(context.Background(), d.ID, 0, 100)
+		revs, err := r.svc.Revisions(context.Background(), d.ID, 0, 100, false)
 		testkit.Must(t, err, "Revisions")
 		for i, rev := range revs {
 			if rev.Version != int64(len(revs)-i) {

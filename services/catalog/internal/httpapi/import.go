@@ -90,9 +90,24 @@ func (in documentImport) domain(errs *validation.Errors) document.Document {
 	return d
 }
 
+// domain is the revision of document id.
+func (in revisionImport) domain(id string, errs *validation.Errors) document.Revision {
+	return document.Revision{DocumentID: id, Version: in.Version,
+		Change: document.Change{By: in.By, At: httpx.ParseTime(errs, "at", in.At), Why: in.Why},
+		Doc:    in.Document.domain(errs)}
+}
+
+// documentEntry is an archive's document entry as doclib export wrote it:
+// the document and its revisions, imported in one request.
+type documentEntry struct {
+	Document  documentImport   `json:"document"`
+	Revisions []revisionImport `json:"revisions"`
+}
+
 func (h *Handler) registerImport(b gin.IRouter) {
 	b.PUT("/bo/import/documents/:id", h.importDocument)
 	b.PUT("/bo/import/documents/:id/revisions/:rev", h.importRevision)
+	b.PUT("/bo/import/documents/:id/entry", h.importEntry)
 }
 
 func (h *Handler) importDocument(c *gin.Context) {
@@ -101,7 +116,41 @@ func (h *Handler) importDocument(c *gin.Context) {
 		return
 	}
 	var errs validation.Errors
-	d := in.domain(&errs)
+	h.finishImport(c, in.domain(&errs), errs)
+}
+
+// importEntry imports a document's revisions, then the document, through
+// the same rules as the routes for each: one request instead of one per
+// revision plus one.
+func (h *Handler) importEntry(c *gin.Context) {
+	var in documentEntry
+	if !httpx.BindJSONUpTo(c, &in, httpx.MaxImportJSONBody) {
+		return
+	}
+	var errs validation.Errors
+	revs := make([]document.Revision, len(in.Revisions))
+	for i, r := range in.Revisions {
+		revs[i] = r.domain(c.Param("id"), &errs)
+	}
+	d := in.Document.domain(&errs)
+	if d.ID != c.Param("id") { // checked before any revision is stored
+		errs.Add("id", "must be the id in the path")
+	}
+	if err := errs.Err(); err != nil {
+		fail(c, err)
+		return
+	}
+	for _, r := range revs {
+		if err := h.svc.ImportRevision(c, r); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	h.finishImport(c, d, nil)
+}
+
+// finishImport stores d, unless errs or d's id is not the path's.
+func (h *Handler) finishImport(c *gin.Context, d document.Document, errs validation.Errors) {
 	if d.ID != c.Param("id") {
 		errs.Add("id", "must be the id in the path")
 	}
@@ -131,9 +180,7 @@ func (h *Handler) importRevision(c *gin.Context) {
 	if err != nil || rev != in.Version {
 		errs.Add("version", "must be the revision number in the path")
 	}
-	r := document.Revision{DocumentID: c.Param("id"), Version: in.Version,
-		Change: document.Change{By: in.By, At: httpx.ParseTime(&errs, "at", in.At), Why: in.Why},
-		Doc:    in.Document.domain(&errs)}
+	r := in.domain(c.Param("id"), &errs)
 	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,5 +25,46 @@ func TestImportTakesBodiesOverTheJSONLimit(t *testing.T) {
 		if a := r.do("PUT", path, pad(httpx.MaxImportJSONBody)); a.code != http.StatusRequestEntityTooLarge {
 			t.Errorf("PUT %s over %d bytes: %d, want 413", path, httpx.MaxImportJSONBody, a.code)
 		}
+	}
+}
+
+// TestImportEntry: PUT /bo/import/documents/{id}/entry takes an archive's
+// document entry (its revisions, then it) in one request, with the answers
+// of the document route: 201, then 200 the same again, 409 another
+// document; a document of another id than the path's is 422 before any
+// revision is stored.
+func TestImportEntry(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	const at = `"createdAt":"2026-11-20T09:00:03.118Z","updatedAt":"2026-11-20T09:00:04.118Z"`
+	doc := func(id, title string, version int) string {
+		return fmt.Sprintf(`{"id":%q,"title":%q,"type":"LINK","url":"https://example.org/i","tagsIds":[],"sources":[],`+
+			`"relatedDocuments":[],"relatedIds":[],"isDeleted":false,%s,"createdBy":"alice","updatedBy":"bob",`+
+			`"status":"published","version":%d,"publishedAt":"2026-11-20T09:00:03.118Z","draft":null}`, id, title, at, version)
+	}
+	rev := func(id, title string, v int) string {
+		return fmt.Sprintf(`{"version":%d,"at":"2026-11-20T09:00:0%d.118Z","by":"alice","why":"PATCH","document":%s}`, v, v+2, doc(id, title, v))
+	}
+	entry := `{"document":` + doc("e1", "Two", 2) + `,"revisions":[` + rev("e1", "One", 1) + `,` + rev("e1", "Two", 2) + `]}`
+	r.must("PUT", "/bo/import/documents/e1/entry", entry, 201)
+	r.must("PUT", "/bo/import/documents/e1/entry", entry, 200)
+	r.must("PUT", "/bo/import/documents/e1/entry", strings.Replace(entry, `"title":"Two","type"`, `"title":"Other","type"`, 1), 409)
+	var one struct{ Document struct{ Title string } }
+	r.must("GET", "/bo/documents/e1/revisions/1", "", 200).json(t, &one)
+	var d struct {
+		Title   string
+		Version int
+	}
+	r.must("GET", "/bo/documents/e1/detail", "", 200).json(t, &d)
+	if one.Document.Title != "One" || d.Title != "Two" || d.Version != 2 {
+		t.Errorf("after the entry: revision 1 %+v, document %+v", one, d)
+	}
+	other := `{"document":` + doc("e3", "Three", 1) + `,"revisions":[` + rev("e2", "Three", 1) + `]}`
+	if a := r.do("PUT", "/bo/import/documents/e2/entry", other); a.code != 422 {
+		t.Fatalf("an entry whose document is not the path's: %d %s, want 422", a.code, a.body)
+	}
+	r.must("PUT", "/bo/import/documents/e2/entry", `{"document":`+doc("e2", "Not three", 1)+`,"revisions":[]}`, 201)
+	if a := r.do("GET", "/bo/documents/e2/revisions/1", ""); a.code != 404 {
+		t.Errorf("the refused entry's revision was stored: %d %s", a.code, a.body)
 	}
 }

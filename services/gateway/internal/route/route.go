@@ -211,6 +211,7 @@ func table() []Route {
 		{"PUT", "/bo/import/config", Taxonomy, JSON},
 		{"PUT", "/bo/import/documents/:id", Catalog, ImportJSON},
 		{"PUT", "/bo/import/documents/:id/revisions/:rev", Catalog, ImportJSON},
+		{"PUT", "/bo/import/documents/:id/entry", Catalog, ImportJSON},
 		{"PUT", "/bo/import/medias/:id", Media, Upload},
 	}
 }

@@ -62,6 +62,7 @@ func TestTable(t *testing.T) {
 		{"PUT", "/bo/import/config", tax, route.JSON},
 		{"PUT", "/bo/import/documents/:id", cat, route.ImportJSON},
 		{"PUT", "/bo/import/documents/:id/revisions/:rev", cat, route.ImportJSON},
+		{"PUT", "/bo/import/documents/:id/entry", cat, route.ImportJSON},
 		{"PUT", "/bo/import/medias/:id", med, route.Upload},
 	}
 	for _, w := range want { // every GET answers HEAD too

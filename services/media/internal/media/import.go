@@ -26,9 +26,10 @@ func (e *DigestError) Error() string {
 // Import stores a media as an export read it (`doclib import`): its id,
 // name, dates and authors as given, its bytes streamed from r, which must
 // have the record's size and SHA-256 (else a *DigestError and nothing
-// stays). created reports whether it was stored; the same media again
-// changes nothing (its bytes are not read); another media under its id or
-// with its bytes is ErrImportConflict.
+// stays); a record over the upload limit is a *TooLargeError at once.
+// created reports whether it was stored; the same media again changes
+// nothing (its bytes are not read); another media under its id or with its
+// bytes is ErrImportConflict.
 func (s *Service) Import(ctx context.Context, rec Media, r io.Reader) (Media, bool, error) {
 	if !ValidID(rec.ID) || rec.Name == "" || len(rec.SHA256) != 64 || rec.CreatedAt.IsZero() {
 		return Media{}, false, ErrInvalidImport
@@ -41,6 +42,9 @@ func (s *Service) Import(ctx context.Context, rec Media, r io.Reader) (Media, bo
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return Media{}, false, err
+	}
+	if rec.Size > s.cfg.MaxSize { // refused before its bytes are read: none would be kept
+		return Media{}, false, &TooLargeError{Limit: s.cfg.MaxSize}
 	}
 	br, mimeType, err := s.sniff(r)
 	if err != nil {

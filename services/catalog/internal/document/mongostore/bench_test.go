@@ -51,7 +51,7 @@ func BenchmarkRevisionList(b *testing.B) {
 	b.ResetTimer()
 	for range max(b.N, 300) {
 		start := time.Now()
-		page, err := s.ListRevisions(ctx, "doc3", 1001, 50)
+		page, err := s.ListRevisions(ctx, "doc3", 1001, 50, false)
 		took = append(took, time.Since(start))
 		if err != nil || len(page) != 50 || page[0].Version != 1000 {
 			b.Fatalf("page of %d, %v", len(page), err)

@@ -170,7 +170,11 @@ func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]d
 // documentId sorted by version read every revision of the document there
 // (about 1 s for 1,000 on a loaded machine); on MongoDB both are index
 // reads.
-func (s *Store) ListRevisions(ctx context.Context, id string, before int64, limit int) ([]document.Revision, error) {
+func (s *Store) ListRevisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]document.Revision, error) {
+	opts := options.FindOne().SetProjection(bson.M{"doc": 0})
+	if withDocs {
+		opts = options.FindOne()
+	}
 	var versions []int64
 	for v := before - 1; v >= 1 && len(versions) < limit; v-- {
 		versions = append(versions, v)
@@ -181,7 +185,7 @@ func (s *Store) ListRevisions(ctx context.Context, id string, before int64, limi
 	for i, v := range versions {
 		g.Go(func() error {
 			var r revisionDoc
-			err := s.revs.FindOne(gctx, bson.M{"_id": revisionID(id, v)}, options.FindOne().SetProjection(bson.M{"doc": 0})).Decode(&r)
+			err := s.revs.FindOne(gctx, bson.M{"_id": revisionID(id, v)}, opts).Decode(&r)
 			switch {
 			case errors.Is(err, mongo.ErrNoDocuments):
 				return nil // removed by the retention, or not stored yet
