@@ -127,6 +127,8 @@ func consoleFlow(t *testing.T, st *Stack) {
 		}
 	})
 	consolePages(t, b, st, axe, admin, run)
+	t.Run("a live preview runs nothing", func(t *testing.T) { livePreview(t, b, axe, admin) })
+	t.Run("a preview without script", func(t *testing.T) { previewWithoutScript(t, st, run) })
 	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })
@@ -278,10 +280,14 @@ func foreignCookie(t *testing.T, st *Stack) {
 }
 
 // notice waits for the page to say words in its notice (the next page's,
-// not the one still shown while a form is sent). It asks again while the
-// page is changing (an evaluation then fails: its document is gone).
+// not the one still shown while a form is sent).
 func notice(words string) chromedp.Action[chromedp.Void] {
-	expr := `(document.querySelector(".notice") || {textContent: ""}).textContent.includes(` + strconv.Quote(words) + `)`
+	return waitFor(`(document.querySelector(".notice") || {textContent: ""}).textContent.includes(` + strconv.Quote(words) + `)`)
+}
+
+// waitFor waits until expr is true on the page, asking again while the
+// page is changing (an evaluation then fails: its document is gone).
+func waitFor(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		for {
 			if ok, err := chromedp.Evaluate[bool](expr)(ctx, tg); err == nil && ok {
@@ -289,7 +295,7 @@ func notice(words string) chromedp.Action[chromedp.Void] {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("the page never said %q: %w", words, ctx.Err())
+				return fmt.Errorf("the page never made %s true: %w", expr, ctx.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
 		}

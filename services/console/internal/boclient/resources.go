@@ -229,3 +229,19 @@ func (c *Client) DeleteTag(ctx context.Context, token, id string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/tags/" + url.PathEscape(id), token: token}, nil)
 	return err
 }
+
+// Preview is an unsaved text as the API would store and show it.
+type Preview struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	HTML    string `json:"html"`
+}
+
+// PreviewDocument renders an unsaved MARKDOWN or HTML text with the
+// sanitiser the stored documents get (POST /bo/documents/preview); nothing
+// is stored.
+func (c *Client) PreviewDocument(ctx context.Context, token, typ, content string) (Preview, error) {
+	var out Preview
+	_, err := c.do(ctx, jsonRequest(http.MethodPost, "/bo/documents/preview", token, map[string]string{"type": typ, "content": content}), &out)
+	return out, err
+}

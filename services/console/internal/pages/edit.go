@@ -37,6 +37,11 @@ type editData struct {
 	Others     []boclient.DocumentShort // live documents that may be pinned
 	Err        *boclient.APIError
 	Types      []string
+	// Preview is the sanitised HTML of the text, shown in a sandboxed
+	// frame when Previewed; PreviewError says why there is none.
+	Preview      string
+	Previewed    bool
+	PreviewError string
 }
 
 // FieldError is the API's message about field, for the template.
@@ -165,6 +170,7 @@ func (p *Pages) editDocument(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
+	p.storedPreview(ctx, s, &d)
 	p.showForm(c, http.StatusOK, d)
 }
 
@@ -226,6 +232,10 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
+	if c.PostForm("preview") != "" {
+		p.showPreview(c, ctx, s.Token, f)
+		return
+	}
 	doc, err := p.send(c, ctx, s.Token, &f, create)
 	if err != nil {
 		e := boclient.AsAPIError(err)

@@ -95,6 +95,7 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/:id/restore", p.requireEditor, p.restoreDocument)
 	g.GET("/documents/new", p.newDocument)
 	g.POST("/documents/new", p.requireEditor, p.createDocument)
+	g.POST("/documents/preview", p.requireEditor, p.livePreview)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
 

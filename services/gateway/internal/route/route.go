@@ -164,6 +164,7 @@ func table() []Route {
 		{"GET", "/public/sync", Catalog, NoBody},
 		{"GET", "/bo/documents", Catalog, NoBody},
 		{"POST", "/bo/documents", Catalog, JSON},
+		{"POST", "/bo/documents/preview", Catalog, JSON},
 		{"PATCH", "/bo/documents/:id", Catalog, JSON},
 		{"DELETE", "/bo/documents/:id", Catalog, NoBody},
 		{"GET", "/bo/documents/:id/detail", Catalog, NoBody},

@@ -27,6 +27,7 @@ func TestTable(t *testing.T) {
 		{"GET", "/public/sync", cat, route.NoBody},
 		{"GET", "/bo/documents", cat, route.NoBody},
 		{"POST", "/bo/documents", cat, route.JSON},
+		{"POST", "/bo/documents/preview", cat, route.JSON},
 		{"PATCH", "/bo/documents/:id", cat, route.JSON},
 		{"DELETE", "/bo/documents/:id", cat, route.NoBody},
 		{"GET", "/bo/documents/:id/detail", cat, route.NoBody},

@@ -46,3 +46,37 @@
   form.addEventListener("input", apply);
   form.addEventListener("submit", function (e) { e.preventDefault(); apply(); });
 })();
+
+// The edit page's live preview: the typed text goes to the console (which
+// asks the API's preview, the sanitiser documents get) a moment after the
+// person stops typing, and the sanitised HTML goes into the sandboxed
+// frame. Without this script the Preview button does the same by a post.
+(function () {
+  var content = document.getElementById("content");
+  var frame = document.getElementById("preview");
+  var form = content && content.form;
+  if (!frame || !form || !form.dataset.preview) { return; }
+  var status = document.getElementById("preview-status");
+  var timer = 0, seq = 0;
+  function show(n, answer) {
+    if (n !== seq) { return; } // an older answer than the last asked
+    status.textContent = answer.error || "";
+    if (!answer.error) {
+      frame.srcdoc = answer.html;
+      document.dispatchEvent(new CustomEvent("console:previewed"));
+    }
+  }
+  function update() {
+    var n = ++seq, body = new FormData();
+    body.append("type", form.elements.type.value);
+    body.append("content", content.value);
+    fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (a) { show(n, a); })
+      .catch(function () { show(n, { error: "The preview could not be made: the console cannot be reached right now." }); });
+  }
+  content.addEventListener("input", function () {
+    clearTimeout(timer);
+    timer = setTimeout(update, 300);
+  });
+})();
