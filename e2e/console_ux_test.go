@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"html"
 	"net/url"
 	"regexp"
@@ -85,4 +87,42 @@ func runJS(script string) chromedp.Action[chromedp.Void] {
 		_, err := chromedp.Evaluate[bool](script+"; true")(ctx, tg)
 		return err
 	})
+}
+
+// dropFiles drops files (name -> bytes) on the element sel as a person
+// dragging them from the desktop would, with a synthetic DataTransfer.
+func dropFiles(sel string, files map[string][]byte) chromedp.Action[chromedp.Void] {
+	var js strings.Builder
+	js.WriteString(`const dt = new DataTransfer();`)
+	for name, data := range files {
+		fmt.Fprintf(&js, `dt.items.add(new File([Uint8Array.from(atob(%q), c => c.charCodeAt(0))], %q));`,
+			base64.StdEncoding.EncodeToString(data), name)
+	}
+	fmt.Fprintf(&js, `document.querySelector(%q).dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}))`, sel)
+	return runJS(js.String())
+}
+
+// mediaDragAndDrop drops a new image and a file already in the library on
+// the media page and sends them with the script's upload: the progress
+// bar reaches 100 %, the new one is stored, the other recognised.
+func mediaDragAndDrop(t *testing.T, b *browser, st *Stack, axe, admin, run string) {
+	fresh, again := "glissé-"+run+".png", "encore-"+run+".png"
+	b.run(t, "media page", chromedp.Navigate(admin+"/media"), chromedp.WaitVisible(chromedp.ID("dropzone")),
+		runJS(`window.progressSeen = []; document.addEventListener("console:upload-progress", e => progressSeen.push(e.detail));
+			document.addEventListener("console:uploaded", () => { window.uploaded = true })`),
+		dropFiles("#dropzone", map[string][]byte{fresh: unique(pngBytes, "dropped "+run), again: unique(pngBytes, "media page "+run)}),
+		waitFor(`document.getElementById("files").files.length === 2`),
+		chromedp.Click(chromedp.CSS(`#upload-form button[type=submit]`)), waitFor(`window.uploaded === true`))
+	said := get(t, b, "results", chromedp.Text(chromedp.ID("upload-results")))
+	if !strings.Contains(said, fresh+" was stored") || !strings.Contains(said, "already in the library") {
+		t.Errorf("after dropping a new file and a known one the page says %q", said)
+	}
+	seen := get(t, b, "progress", chromedp.Evaluate[[]int](`progressSeen`))
+	if len(seen) < 2 || seen[len(seen)-1] != 100 {
+		t.Errorf("the progress bar went through %v, want 0 … 100", seen)
+	}
+	if loc := b.location(t).Path; loc != "/console/media" {
+		t.Errorf("after the upload the browser is at %s", loc)
+	}
+	b.accessible(t, axe, "media (after a drop)")
 }
