@@ -126,3 +126,26 @@ func mediaDragAndDrop(t *testing.T, b *browser, st *Stack, axe, admin, run strin
 	}
 	b.accessible(t, axe, "media (after a drop)")
 }
+
+// revisionsView reads the history of a document edited once (its pins),
+// then restores its first version from the console.
+func revisionsView(t *testing.T, b *browser, st *Stack, axe, admin, id string) {
+	b.run(t, "history", chromedp.Navigate(admin+"/documents/"+id), chromedp.WaitVisible(chromedp.ID("title")),
+		chromedp.Click(chromedp.CSS(`a[href="/console/documents/`+id+`/revisions"]`)), chromedp.WaitVisible(chromedp.ID("revision-1")))
+	b.accessible(t, axe, "revisions")
+	newest := get(t, b, "newest", chromedp.Text(chromedp.CSS(`tbody tr:first-child`)))
+	if !strings.Contains(newest, "edited: pinned documents") {
+		t.Errorf("the newest revision says %q, want who edited the pins", newest)
+	}
+	if first := get(t, b, "first", chromedp.Text(chromedp.ID("revision-1"))); !strings.Contains(first, "created") {
+		t.Errorf("revision 1 says %q, want created", first)
+	}
+	b.run(t, "version 1", chromedp.Click(chromedp.CSS(`#revision-1 a`)), chromedp.WaitVisible(chromedp.CSS(`form[action$="/revisions/1/restore"]`)))
+	b.accessible(t, axe, "revision")
+	b.run(t, "restore version 1", chromedp.Click(chromedp.CSS(`form[action$="/revisions/1/restore"] button`)), notice("earlier version was restored"))
+	var d struct{ RelatedIds []string }
+	st.Must("GET", "/bo/documents/"+id+"/detail", nil, 200).JSON(t, &d)
+	if len(d.RelatedIds) != 0 {
+		t.Errorf("after restoring version 1 the document pins %v, want nothing as in version 1", d.RelatedIds)
+	}
+}

@@ -79,6 +79,7 @@ func AsAPIError(err error) *APIError {
 // request is one call.
 type request struct {
 	method, path string
+	query        url.Values
 	token        string
 	body         io.Reader
 	contentType  string
@@ -120,7 +121,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 			return nil, &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: "no such id"}
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, c.base.JoinPath(r.path).String(), r.body)
+	u := c.base.JoinPath(r.path)
+	u.RawQuery = r.query.Encode()
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), r.body)
 	if err != nil {
 		return nil, err
 	}

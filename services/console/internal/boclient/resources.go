@@ -2,9 +2,11 @@ package boclient
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 )
 
 // DocumentShort is an entry of the back-office listing.
@@ -244,4 +246,73 @@ func (c *Client) PreviewDocument(ctx context.Context, token, typ, content string
 	var out Preview
 	_, err := c.do(ctx, jsonRequest(http.MethodPost, "/bo/documents/preview", token, map[string]string{"type": typ, "content": content}), &out)
 	return out, err
+}
+
+// RevisionShort is one write of a document: its version, when, who
+// (empty for the library's own change) and why (route or event).
+type RevisionShort struct {
+	Version int64  `json:"version"`
+	At      string `json:"at"`
+	By      string `json:"by"`
+	Why     string `json:"why"`
+}
+
+// RevisionPage is a page of a document's revisions, newest first.
+type RevisionPage struct {
+	Revisions  []RevisionShort `json:"revisions"`
+	NextBefore int64           `json:"nextBefore"`
+}
+
+// Revision is a document as it was after one write; Raw is its JSON, to
+// compare with another revision.
+type Revision struct {
+	RevisionShort
+	Raw      json.RawMessage `json:"document"`
+	Document Document        `json:"-"`
+}
+
+// Revisions is a page of limit revisions of document id, before the
+// version before (0: the newest).
+func (c *Client) Revisions(ctx context.Context, token, id string, before int64, limit int) (RevisionPage, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
+	var out RevisionPage
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/bo/documents/" + url.PathEscape(id) + "/revisions", query: q, token: token}, &out)
+	return out, err
+}
+
+// Revision is revision rev of document id.
+func (c *Client) Revision(ctx context.Context, token, id string, rev int64) (Revision, error) {
+	var out Revision
+	_, err := c.do(ctx, request{method: http.MethodGet, path: revisionPath(id, rev), token: token}, &out)
+	if err == nil {
+		err = json.Unmarshal(out.Raw, &out.Document)
+	}
+	return out, err
+}
+
+// Dropped are the references of a restored revision that no longer held.
+type Dropped struct {
+	TagIDs     []string `json:"tagsIds"`
+	MediaIDs   []string `json:"mediaIds"`
+	RelatedIDs []string `json:"relatedIds"`
+}
+
+// Any reports whether anything was left out.
+func (d Dropped) Any() bool { return len(d.TagIDs)+len(d.MediaIDs)+len(d.RelatedIDs) > 0 }
+
+// RestoreRevision writes revision rev's content as document id's current
+// content (a new revision) and says what it left out.
+func (c *Client) RestoreRevision(ctx context.Context, token, id string, rev int64) (Dropped, error) {
+	var out struct {
+		Dropped Dropped `json:"dropped"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: revisionPath(id, rev) + "/restore", token: token}, &out)
+	return out.Dropped, err
+}
+
+func revisionPath(id string, rev int64) string {
+	return "/bo/documents/" + url.PathEscape(id) + "/revisions/" + strconv.FormatInt(rev, 10)
 }

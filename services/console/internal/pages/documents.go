@@ -86,6 +86,10 @@ func done(what string) string {
 		return "The document was created."
 	case "saved":
 		return "The document was saved."
+	case "reverted":
+		return "The earlier version was restored: it is the document's content now, as a new version."
+	case "reverted-dropped":
+		return "The earlier version was restored as a new version, without the tags, images or pinned documents it named that no longer exist."
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,14 +71,7 @@ func New(cfg Config) (*Pages, error) {
 var funcs = template.FuncMap{
 	"join": strings.Join,
 	"size": size,
-	"has": func(list []string, v string) bool {
-		for _, x := range list {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	},
+	"has":  slices.Contains[[]string],
 }
 
 // Register adds the console's routes to r.
@@ -98,6 +92,9 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/preview", p.requireEditor, p.livePreview)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+	g.GET("/documents/:id/revisions", p.revisionsPage)
+	g.GET("/documents/:id/revisions/:rev", p.revisionPage)
+	g.POST("/documents/:id/revisions/:rev/restore", p.requireEditor, p.restoreRevision)
 
 	g.GET("/tags", p.tagsPage)
 	g.POST("/tags", p.requireEditor, p.createTag)
