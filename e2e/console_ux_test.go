@@ -149,3 +149,18 @@ func revisionsView(t *testing.T, b *browser, st *Stack, axe, admin, id string) {
 		t.Errorf("after restoring version 1 the document pins %v, want nothing as in version 1", d.RelatedIds)
 	}
 }
+
+// saveOverTheirs: after a 412 the page shows the version someone else
+// saved, and saving again (with its ETag, not the stale one) replaces it.
+func saveOverTheirs(t *testing.T, b *browser, st *Stack, linkID string) {
+	theirs := get(t, b, "their version", chromedp.Text(chromedp.ID("current")))
+	if !strings.Contains(theirs, "Changed in another tab") || !strings.Contains(theirs, "https://example.org/other") {
+		t.Errorf("after a 412 their version shows %q", theirs)
+	}
+	b.run(t, "save mine over theirs", chromedp.Submit(chromedp.ID("title")), notice("was saved"))
+	var d struct{ Title string }
+	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
+	if d.Title != "Mine" {
+		t.Errorf("after saving over their version the title is %q, want Mine", d.Title)
+	}
+}

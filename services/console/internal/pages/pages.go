@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -56,10 +57,11 @@ func New(cfg Config) (*Pages, error) {
 		return nil, err
 	}
 	for _, n := range names {
-		if strings.HasSuffix(n, "/layout.html") {
+		if strings.HasSuffix(n, "/layout.html") || strings.HasPrefix(n, "templates/_") {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", n)
+		// Files named _*.html hold blocks any page may use.
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/_*.html", n)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +80,7 @@ var funcs = template.FuncMap{
 func (p *Pages) Register(r gin.IRouter) {
 	static, _ := fs.Sub(staticFiles, "static")
 	r.GET(Base, func(c *gin.Context) { c.Redirect(http.StatusFound, Base+"/") })
-	r.StaticFS(Base+"/static", http.FS(static))
+	r.StaticFS(Base+"/static", noListing{http.FS(static)})
 	r.GET(Base+"/sign-in", p.signInPage)
 	r.POST(Base+"/sign-in", p.signIn)
 	r.POST(Base+"/sign-out", p.signOut)
@@ -148,4 +150,19 @@ func status(e *boclient.APIError) int {
 		return http.StatusServiceUnavailable
 	}
 	return e.Status
+}
+
+// noListing serves files only: a directory is not found, never listed.
+type noListing struct{ http.FileSystem }
+
+func (fs noListing) Open(name string) (http.File, error) {
+	f, err := fs.FileSystem.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || st.IsDir() {
+		f.Close()
+		return nil, os.ErrNotExist
+	}
+	return f, nil
 }
