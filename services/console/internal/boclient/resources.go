@@ -96,6 +96,20 @@ func (c *Client) Documents(ctx context.Context, token string) ([]DocumentShort, 
 	return out, err
 }
 
+// DocumentsIfChanged is Documents unless the listing still has ETag etag
+// (changed false, docs nil).
+func (c *Client) DocumentsIfChanged(ctx context.Context, token, etag string) (docs []DocumentShort, newETag string, changed bool, err error) {
+	newETag, changed, err = c.getIfChanged(ctx, token, "/bo/documents", etag, &docs)
+	return docs, newETag, changed, err
+}
+
+// CategoriesIfChanged is Categories unless they still have ETag etag
+// (changed false, cats nil).
+func (c *Client) CategoriesIfChanged(ctx context.Context, token, etag string) (cats []Category, newETag string, changed bool, err error) {
+	newETag, changed, err = c.getIfChanged(ctx, token, "/bo/tags-categories", etag, &cats)
+	return cats, newETag, changed, err
+}
+
 // Document is one document and its version tag (for If-Match).
 func (c *Client) Document(ctx context.Context, token, id string) (Document, string, error) {
 	var out Document

@@ -47,6 +47,7 @@ type Config struct {
 type Pages struct {
 	cfg   Config
 	pages map[string]*template.Template
+	lists listCache
 }
 
 // New parses the templates.
