@@ -127,10 +127,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 		}
 	})
 	consolePages(t, b, st, axe, admin, run)
-	t.Run("a live preview runs nothing", func(t *testing.T) { livePreview(t, b, axe, admin) })
-	t.Run("a preview without script", func(t *testing.T) { previewWithoutScript(t, st, run) })
-	t.Run("drop files on the media page", func(t *testing.T) { mediaDragAndDrop(t, b, st, axe, admin, run) })
-	t.Run("the history of a document, and a restore", func(t *testing.T) { revisionsView(t, b, st, axe, admin, docs["HTML"]) })
+	consoleUX(t, b, st, axe, admin, run, docs["HTML"])
 	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })

@@ -13,6 +13,15 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// consoleUX drives the live preview, the media page's drag and drop and a
+// document's history (htmlID: a document edited once) in b.
+func consoleUX(t *testing.T, b *browser, st *Stack, axe, admin, run, htmlID string) {
+	t.Run("a live preview runs nothing", func(t *testing.T) { livePreview(t, b, axe, admin) })
+	t.Run("a preview without script", func(t *testing.T) { previewWithoutScript(t, st, run) })
+	t.Run("drop files on the media page", func(t *testing.T) { mediaDragAndDrop(t, b, st, axe, admin, run) })
+	t.Run("the history of a document, and a restore", func(t *testing.T) { revisionsView(t, b, st, axe, admin, htmlID) })
+}
+
 // unsafeMarkdown is unsaved text that would run script if a preview
 // showed it as typed.
 const unsafeMarkdown = "# Aperçu\n\n[clic](javascript:alert(5))\n\n<script>alert(6)</script>\n"
