@@ -126,3 +126,14 @@ func TestMicroCached(t *testing.T) {
 		t.Errorf("%d micro-cached routes, want GET and HEAD of %d paths", seen, len(want))
 	}
 }
+
+// Only routes that may change the library make the micro-cache revalidate.
+func TestWrites(t *testing.T) {
+	t.Parallel()
+	for _, r := range route.Table() {
+		want := r.Method != "GET" && r.Method != "HEAD" && r.Path != "/bo/documents/preview"
+		if r.Writes() != want {
+			t.Errorf("%s %s: Writes() = %v, want %v", r.Method, r.Path, r.Writes(), want)
+		}
+	}
+}
