@@ -127,6 +127,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 		}
 	})
 	consolePages(t, b, st, axe, admin, run)
+	consoleUX(t, b, st, axe, admin, run, docs["HTML"])
 	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })
@@ -278,10 +279,14 @@ func foreignCookie(t *testing.T, st *Stack) {
 }
 
 // notice waits for the page to say words in its notice (the next page's,
-// not the one still shown while a form is sent). It asks again while the
-// page is changing (an evaluation then fails: its document is gone).
+// not the one still shown while a form is sent).
 func notice(words string) chromedp.Action[chromedp.Void] {
-	expr := `(document.querySelector(".notice") || {textContent: ""}).textContent.includes(` + strconv.Quote(words) + `)`
+	return waitFor(`(document.querySelector(".notice") || {textContent: ""}).textContent.includes(` + strconv.Quote(words) + `)`)
+}
+
+// waitFor waits until expr is true on the page, asking again while the
+// page is changing (an evaluation then fails: its document is gone).
+func waitFor(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		for {
 			if ok, err := chromedp.Evaluate[bool](expr)(ctx, tg); err == nil && ok {
@@ -289,7 +294,7 @@ func notice(words string) chromedp.Action[chromedp.Void] {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("the page never said %q: %w", words, ctx.Err())
+				return fmt.Errorf("the page never made %s true: %w", expr, ctx.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -318,9 +323,10 @@ func failedSaves(t *testing.T, b *browser, st *Stack, admin, linkID string) {
 	if title := get(t, b, "title", chromedp.Value(chromedp.ID("title"))); title != "Mine" {
 		t.Errorf("after a 412 the title holds %q, want what was typed", title)
 	}
-	if msg := get(t, b, "error", chromedp.Text(chromedp.CSS(".error"))); !strings.Contains(msg, "Someone changed this document") {
+	if msg := get(t, b, "error", chromedp.Text(chromedp.CSS(".error"))); !strings.Contains(msg, "changed this document") {
 		t.Errorf("after a 412 the page says %q", msg)
 	}
+	saveOverTheirs(t, b, st, linkID)
 	// Put the title back for the checks that follow.
 	st.Must("PATCH", "/bo/documents/"+linkID, map[string]any{"type": "LINK", "title": xssTitle,
 		"url": "https://example.org/a", "tagsIds": d["tagsIds"]}, 200)

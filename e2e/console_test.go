@@ -31,7 +31,7 @@ type browser struct {
 	dialogs atomic.Int64
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	// The defaults are headless with background networking off.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -64,7 +64,7 @@ func newBrowser(t *testing.T) *browser {
 
 // run runs actions within a minute; on failure it leaves a screenshot and
 // says where.
-func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+func (b *browser) run(t testing.TB, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
@@ -74,7 +74,7 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action[chro
 }
 
 // get runs an action that gives a value, as run does.
-func get[T any](t *testing.T, b *browser, what string, action chromedp.Action[T]) T {
+func get[T any](t testing.TB, b *browser, what string, action chromedp.Action[T]) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
@@ -86,7 +86,7 @@ func get[T any](t *testing.T, b *browser, what string, action chromedp.Action[T]
 }
 
 // screenshot writes the page as it is now to a file it returns.
-func (b *browser) screenshot(t *testing.T) string {
+func (b *browser) screenshot(t testing.TB) string {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -101,7 +101,7 @@ func (b *browser) screenshot(t *testing.T) string {
 }
 
 // failShot leaves a screenshot when t has failed, whatever failed it.
-func (b *browser) failShot(t *testing.T) {
+func (b *browser) failShot(t testing.TB) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("screenshot of the page at the failure: %s", b.screenshot(t))
@@ -189,7 +189,7 @@ func (b *browser) location(t *testing.T) *url.URL {
 
 // consoleClient is a cookie-keeping HTTP client of the console, as a
 // script (not a browser) would be.
-func consoleClient(t *testing.T, st *Stack, token string) *http.Client {
+func consoleClient(t testing.TB, st *Stack, token string) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -204,7 +204,7 @@ func consoleClient(t *testing.T, st *Stack, token string) *http.Client {
 	return c
 }
 
-func readAll(t *testing.T, res *http.Response) string {
+func readAll(t testing.TB, res *http.Response) string {
 	t.Helper()
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)

@@ -157,6 +157,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	getAll("/bo/documents/"+draft.ID+"/revisions/999", 404)
 	call("POST", "/bo/documents/"+draft.ID+"/revisions/1/restore", nil, 200)
 	call("POST", "/bo/documents/"+draft.ID+"/revisions/999/restore", nil, 404)
+	call("POST", "/bo/documents/preview", map[string]any{"type": "MARKDOWN", "content": "# Hi\n\n[x](javascript:alert(1))"}, 200)
+	call("POST", "/bo/documents/preview", map[string]any{"type": "LINK", "content": "x"}, 422)
+	call("POST", "/bo/documents/preview", map[string]any{"type": "HTML", "content": "<p>x</p>"}, 403, viewer...)
 
 	// Deletions and restore.
 	call("DELETE", "/bo/medias/"+pdf, nil, 409) // used by a live document

@@ -453,3 +453,37 @@ func TestPublishRace(t *testing.T) {
 		}
 	}
 }
+
+func TestPreviewRendersWithoutStoring(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	var p struct{ Type, Content, HTML string }
+	r.must("POST", "/bo/documents/preview", `{"type":"MARKDOWN","content":"# Hi\n\n[x](javascript:alert(1))<script>alert(2)</script>"}`, 200).json(t, &p)
+	if !strings.Contains(p.HTML, "<h1>Hi</h1>") || strings.Contains(p.HTML, "javascript:") || strings.Contains(p.HTML, "<script") {
+		t.Errorf("preview html = %q", p.HTML)
+	}
+	if p.Content != document.SanitizeMarkdown("# Hi\n\n[x](javascript:alert(1))<script>alert(2)</script>") {
+		t.Errorf("preview content = %q, not what a save stores", p.Content)
+	}
+	var list []struct{ ID string }
+	r.must("GET", "/bo/documents", "", 200).json(t, &list)
+	if len(list) != 0 {
+		t.Errorf("a preview stored something: %+v", list)
+	}
+	for _, tc := range []struct {
+		body, ctype string
+		code        int
+		problem     string
+	}{
+		{`{"type":"LINK","content":"x"}`, "application/json", 422, "validation_failed"},
+		{`{"type":"HTML"`, "application/json", 400, ""},
+		{`type=HTML`, "application/x-www-form-urlencoded", 415, ""},
+		{`{"type":"HTML","content":"` + strings.Repeat("a", httpx.MaxJSONBody) + `"}`, "application/json", 413, ""},
+	} {
+		a := r.do("POST", "/bo/documents/preview", tc.body, "Content-Type", tc.ctype)
+		if a.code != tc.code || a.hdr.Get("Content-Type") != "application/problem+json" ||
+			(tc.problem != "" && a.problemCode(t) != tc.problem) {
+			t.Errorf("preview of %.40q = %d %s %.200s, want %d problem %s", tc.body, a.code, a.hdr.Get("Content-Type"), a.body, tc.code, tc.problem)
+		}
+	}
+}

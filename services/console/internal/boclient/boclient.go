@@ -79,10 +79,12 @@ func AsAPIError(err error) *APIError {
 // request is one call.
 type request struct {
 	method, path string
+	query        url.Values
 	token        string
 	body         io.Reader
 	contentType  string
 	ifMatch      string
+	ifNoneMatch  string
 	// key is the Idempotency-Key of a create: a form posted twice makes
 	// one document.
 	key string
@@ -120,7 +122,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 			return nil, &APIError{Status: http.StatusNotFound, Code: "not_found", Detail: "no such id"}
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, c.base.JoinPath(r.path).String(), r.body)
+	u := c.base.JoinPath(r.path)
+	u.RawQuery = r.query.Encode()
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), r.body)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +135,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	}
 	if r.ifMatch != "" {
 		req.Header.Set("If-Match", r.ifMatch)
+	}
+	if r.ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", r.ifNoneMatch)
 	}
 	if r.key != "" {
 		req.Header.Set("Idempotency-Key", r.key)
@@ -196,4 +203,16 @@ func upload(name string, data io.Reader) (io.Reader, string) {
 		pw.CloseWithError(err)
 	}()
 	return pr, mw.FormDataContentType()
+}
+
+// getIfChanged reads path into out unless its answer still has ETag etag
+// (a 304: changed is false and out is left as it is). The API checks the
+// token either way.
+func (c *Client) getIfChanged(ctx context.Context, token, path, etag string, out any) (newETag string, changed bool, err error) {
+	newETag, err = c.do(ctx, request{method: http.MethodGet, path: path, token: token, ifNoneMatch: etag}, out)
+	var e *APIError
+	if errors.As(err, &e) && e.Status == http.StatusNotModified && etag != "" {
+		return etag, false, nil
+	}
+	return newETag, err == nil, err
 }

@@ -2,9 +2,11 @@ package boclient
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 )
 
 // DocumentShort is an entry of the back-office listing.
@@ -92,6 +94,20 @@ func (c *Client) Documents(ctx context.Context, token string) ([]DocumentShort, 
 	var out []DocumentShort
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/bo/documents", token: token}, &out)
 	return out, err
+}
+
+// DocumentsIfChanged is Documents unless the listing still has ETag etag
+// (changed false, docs nil).
+func (c *Client) DocumentsIfChanged(ctx context.Context, token, etag string) (docs []DocumentShort, newETag string, changed bool, err error) {
+	newETag, changed, err = c.getIfChanged(ctx, token, "/bo/documents", etag, &docs)
+	return docs, newETag, changed, err
+}
+
+// CategoriesIfChanged is Categories unless they still have ETag etag
+// (changed false, cats nil).
+func (c *Client) CategoriesIfChanged(ctx context.Context, token, etag string) (cats []Category, newETag string, changed bool, err error) {
+	newETag, changed, err = c.getIfChanged(ctx, token, "/bo/tags-categories", etag, &cats)
+	return cats, newETag, changed, err
 }
 
 // Document is one document and its version tag (for If-Match).
@@ -228,4 +244,89 @@ func (c *Client) RenameTag(ctx context.Context, token, id, name string) error {
 func (c *Client) DeleteTag(ctx context.Context, token, id string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/bo/tags/" + url.PathEscape(id), token: token}, nil)
 	return err
+}
+
+// Preview is an unsaved text as the API would store and show it.
+type Preview struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	HTML    string `json:"html"`
+}
+
+// PreviewDocument renders an unsaved MARKDOWN or HTML text with the
+// sanitiser the stored documents get (POST /bo/documents/preview); nothing
+// is stored.
+func (c *Client) PreviewDocument(ctx context.Context, token, typ, content string) (Preview, error) {
+	var out Preview
+	_, err := c.do(ctx, jsonRequest(http.MethodPost, "/bo/documents/preview", token, map[string]string{"type": typ, "content": content}), &out)
+	return out, err
+}
+
+// RevisionShort is one write of a document: its version, when, who
+// (empty for the library's own change) and why (route or event).
+type RevisionShort struct {
+	Version int64  `json:"version"`
+	At      string `json:"at"`
+	By      string `json:"by"`
+	Why     string `json:"why"`
+}
+
+// RevisionPage is a page of a document's revisions, newest first.
+type RevisionPage struct {
+	Revisions  []RevisionShort `json:"revisions"`
+	NextBefore int64           `json:"nextBefore"`
+}
+
+// Revision is a document as it was after one write; Raw is its JSON, to
+// compare with another revision.
+type Revision struct {
+	RevisionShort
+	Raw      json.RawMessage `json:"document"`
+	Document Document        `json:"-"`
+}
+
+// Revisions is a page of limit revisions of document id, before the
+// version before (0: the newest).
+func (c *Client) Revisions(ctx context.Context, token, id string, before int64, limit int) (RevisionPage, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
+	var out RevisionPage
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/bo/documents/" + url.PathEscape(id) + "/revisions", query: q, token: token}, &out)
+	return out, err
+}
+
+// Revision is revision rev of document id.
+func (c *Client) Revision(ctx context.Context, token, id string, rev int64) (Revision, error) {
+	var out Revision
+	_, err := c.do(ctx, request{method: http.MethodGet, path: revisionPath(id, rev), token: token}, &out)
+	if err == nil {
+		err = json.Unmarshal(out.Raw, &out.Document)
+	}
+	return out, err
+}
+
+// Dropped are the references of a restored revision that no longer held.
+type Dropped struct {
+	TagIDs     []string `json:"tagsIds"`
+	MediaIDs   []string `json:"mediaIds"`
+	RelatedIDs []string `json:"relatedIds"`
+}
+
+// Any reports whether anything was left out.
+func (d Dropped) Any() bool { return len(d.TagIDs)+len(d.MediaIDs)+len(d.RelatedIDs) > 0 }
+
+// RestoreRevision writes revision rev's content as document id's current
+// content (a new revision) and says what it left out.
+func (c *Client) RestoreRevision(ctx context.Context, token, id string, rev int64) (Dropped, error) {
+	var out struct {
+		Dropped Dropped `json:"dropped"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: revisionPath(id, rev) + "/restore", token: token}, &out)
+	return out.Dropped, err
+}
+
+func revisionPath(id string, rev int64) string {
+	return "/bo/documents/" + url.PathEscape(id) + "/revisions/" + strconv.FormatInt(rev, 10)
 }

@@ -2,8 +2,10 @@ package pages
 
 import (
 	"context"
+	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -11,19 +13,26 @@ import (
 	"github.com/doclib/services/console/internal/filter"
 )
 
-// row is one document of the list with what the browser filters on.
+// row is one document of the list with what the browser filters on,
+// flat and ready to print: the template reads plain fields of it a
+// thousand times (an embedded struct's fields cost reflection a search).
 type row struct {
-	boclient.DocumentShort
-	Tags   []boclient.Tag
-	Text   string // the folded title and tag names (data-text)
-	Hidden bool   // not matched by the criteria the page was asked with
+	ID, Title, Type string
+	Draft, Deleted  bool
+	TagsAttr        string   // the tag ids, space-separated (data-tags)
+	TagNames        []string // shown as chips
+	Text            string   // the folded title and tag names (data-text)
+	Changed         string   // who changed it last and when, or deleted it
+	Hidden          bool     // not matched by the criteria the page was asked with
 }
 
 type documentsData struct {
 	Categories []boclient.Category
 	Rows       []row
+	RowsHTML   template.HTML // Rows rendered (listcache.go)
 	Criteria   filter.Criteria
 	Shown      int
+	Total      int
 }
 
 // documents lists every document; the criteria of the query (tag, q,
@@ -33,17 +42,12 @@ func (p *Pages) documents(c *gin.Context) {
 	s, _ := current(c)
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	cats, err := p.cfg.API.Categories(ctx, s.Token)
-	var docs []boclient.DocumentShort
-	if err == nil {
-		docs, err = p.cfg.API.Documents(ctx, s.Token)
-	}
+	crit := filter.Criteria{TagIDs: c.QueryArray("tag"), Text: c.Query("q"), Deleted: c.Query("deleted") == "1"}
+	data, err := p.pageData(ctx, s.Token, s.CanEdit(), crit)
 	if err != nil {
 		p.fail(c, err)
 		return
 	}
-	crit := filter.Criteria{TagIDs: c.QueryArray("tag"), Text: c.Query("q"), Deleted: c.Query("deleted") == "1"}
-	data := listing(cats, docs, crit)
 	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: done(c.Query("done")), Data: data})
 }
 
@@ -58,13 +62,18 @@ func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filte
 		}
 	}
 	rule := ix.Prepare(crit)
-	data := documentsData{Categories: cats, Criteria: crit, Rows: make([]row, 0, len(docs))}
+	data := documentsData{Categories: cats, Criteria: crit, Rows: make([]row, 0, len(docs)), Total: len(docs)}
 	for _, d := range docs {
 		fd := filter.Doc{Title: d.Title, TagIDs: d.TagIDs, IsDeleted: d.IsDeleted}
-		r := row{DocumentShort: d, Text: rule.Haystack(fd), Hidden: !rule.Match(fd)}
+		r := row{ID: d.ID, Title: d.Title, Type: d.Type, Draft: d.Status == "draft", Deleted: d.IsDeleted,
+			TagsAttr: strings.Join(d.TagIDs, " "), Text: rule.Haystack(fd), Hidden: !rule.Match(fd),
+			Changed: d.UpdatedAt + " by " + d.UpdatedBy}
+		if d.IsDeleted {
+			r.Changed = "deleted " + d.DeletedAt + " by " + d.DeletedBy
+		}
 		for _, id := range d.TagIDs {
 			if t, ok := tags[id]; ok {
-				r.Tags = append(r.Tags, t)
+				r.TagNames = append(r.TagNames, t.Name)
 			}
 		}
 		if !r.Hidden {
@@ -86,6 +95,10 @@ func done(what string) string {
 		return "The document was created."
 	case "saved":
 		return "The document was saved."
+	case "reverted":
+		return "The earlier version was restored: it is the document's content now, as a new version."
+	case "reverted-dropped":
+		return "The earlier version was restored as a new version, without the tags, images or pinned documents it named that no longer exist."
 	}
 	return ""
 }

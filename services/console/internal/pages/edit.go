@@ -37,6 +37,15 @@ type editData struct {
 	Others     []boclient.DocumentShort // live documents that may be pinned
 	Err        *boclient.APIError
 	Types      []string
+	// Preview is the sanitised HTML of the text, shown in a sandboxed
+	// frame when Previewed; PreviewError says why there is none.
+	Preview      string
+	Previewed    bool
+	PreviewError string
+	// Current is the version someone else saved after the form was
+	// opened (a 412); the form then carries its ETag, so that saving
+	// again replaces it deliberately.
+	Current *boclient.Document
 }
 
 // FieldError is the API's message about field, for the template.
@@ -165,6 +174,7 @@ func (p *Pages) editDocument(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
+	p.storedPreview(ctx, s, &d)
 	p.showForm(c, http.StatusOK, d)
 }
 
@@ -226,6 +236,10 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
+	if c.PostForm("preview") != "" {
+		p.showPreview(c, ctx, s.Token, f)
+		return
+	}
 	doc, err := p.send(c, ctx, s.Token, &f, create)
 	if err != nil {
 		e := boclient.AsAPIError(err)
@@ -233,6 +247,9 @@ func (p *Pages) save(c *gin.Context, create bool) {
 			f.Key = newKey()
 		}
 		d := editData{Form: f, Err: explain(e)}
+		if e.Status == http.StatusPreconditionFailed && !create {
+			p.theirVersion(ctx, s.Token, &d)
+		}
 		_ = p.choices(ctx, s.Token, &d) // the form is shown with what can be loaded
 		p.showForm(c, status(d.Err), d)
 		return
@@ -280,11 +297,29 @@ func retriable(e *boclient.APIError) bool {
 func explain(e *boclient.APIError) *boclient.APIError {
 	switch e.Status {
 	case http.StatusPreconditionFailed:
-		e.Detail = "Someone changed this document after you opened it, so nothing was saved. What you typed is kept below; open the document in another tab to see their version."
+		e.Detail = "Someone changed this document after you opened it, so nothing was saved. What you typed is kept below; open the document again to see their version."
 	case http.StatusUnauthorized:
 		e.Detail = sessionEnded.Detail
 	case http.StatusForbidden:
 		e.Detail = "You may read the library but not change it; nothing was saved."
 	}
 	return e
+}
+
+// theirVersion loads the version that made a save 412 and puts its ETag in
+// the form: what was typed stays, their version is shown beside it, and
+// saving again replaces it knowingly (never with the stale ETag again).
+// If it cannot be read, the form keeps the stale ETag and says so.
+func (p *Pages) theirVersion(ctx context.Context, token string, d *editData) {
+	cur, etag, err := p.cfg.API.Document(ctx, token, d.Form.ID)
+	if err != nil {
+		return
+	}
+	d.Current, d.Stored, d.Form.ETag = &cur, &cur, etag
+	who := cur.UpdatedBy
+	if who == "" {
+		who = "someone"
+	}
+	d.Err.Detail = fmt.Sprintf("%s changed this document at %s, after you opened it, so nothing was saved. "+
+		"What you typed is kept in the form; their version is shown below it. Saving again replaces their version with yours.", who, cur.UpdatedAt)
 }

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +56,7 @@ type Config struct {
 type Pages struct {
 	cfg   Config
 	pages map[string]*template.Template
+	lists listCache
 }
 
 // New parses the templates.
@@ -64,10 +67,11 @@ func New(cfg Config) (*Pages, error) {
 		return nil, err
 	}
 	for _, n := range names {
-		if strings.HasSuffix(n, "/layout.html") {
+		if strings.HasSuffix(n, "/layout.html") || strings.HasPrefix(n, "templates/_") {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", n)
+		// Files named _*.html hold blocks any page may use.
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/_*.html", n)
 		if err != nil {
 			return nil, err
 		}
@@ -79,21 +83,14 @@ func New(cfg Config) (*Pages, error) {
 var funcs = template.FuncMap{
 	"join": strings.Join,
 	"size": size,
-	"has": func(list []string, v string) bool {
-		for _, x := range list {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	},
+	"has":  slices.Contains[[]string],
 }
 
 // Register adds the console's routes to r.
 func (p *Pages) Register(r gin.IRouter) {
 	static, _ := fs.Sub(staticFiles, "static")
 	r.GET(Base, func(c *gin.Context) { c.Redirect(http.StatusFound, Base+"/") })
-	r.StaticFS(Base+"/static", http.FS(static))
+	r.StaticFS(Base+"/static", noListing{http.FS(static)})
 	r.GET(Base+"/sign-in", p.signInPage)
 	r.POST(Base+"/sign-in", p.signIn)
 	r.GET(Base+"/sign-in/provider", p.startOIDC)
@@ -106,8 +103,12 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/:id/restore", p.requireEditor, p.restoreDocument)
 	g.GET("/documents/new", p.newDocument)
 	g.POST("/documents/new", p.requireEditor, p.createDocument)
+	g.POST("/documents/preview", p.requireEditor, p.livePreview)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+	g.GET("/documents/:id/revisions", p.revisionsPage)
+	g.GET("/documents/:id/revisions/:rev", p.revisionPage)
+	g.POST("/documents/:id/revisions/:rev/restore", p.requireEditor, p.restoreRevision)
 
 	g.GET("/tags", p.tagsPage)
 	g.POST("/tags", p.requireEditor, p.createTag)
@@ -161,4 +162,19 @@ func status(e *boclient.APIError) int {
 		return http.StatusServiceUnavailable
 	}
 	return e.Status
+}
+
+// noListing serves files only: a directory is not found, never listed.
+type noListing struct{ http.FileSystem }
+
+func (fs noListing) Open(name string) (http.File, error) {
+	f, err := fs.FileSystem.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || st.IsDir() {
+		f.Close()
+		return nil, os.ErrNotExist
+	}
+	return f, nil
 }

@@ -7,10 +7,13 @@ import (
 )
 
 // csp allows the console's own script, style and images only, no inline
-// script or style, no plugin, no framing of the console; frames (the
-// sandboxed previews) are srcdoc documents, which inherit it.
+// script or style, no plugin, no framing of the console. The script may
+// call the console only (connect-src: the live preview, uploads with
+// progress). Frames (the sandboxed previews) are srcdoc documents, which
+// inherit this policy: their images may be data: ones, nothing else from
+// outside loads in them.
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"form-action 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+	"connect-src 'self'; form-action 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
 // Headers sets the security headers of every console answer; pages carry
 // a person's data, so nothing is cached.

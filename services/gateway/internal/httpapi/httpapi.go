@@ -190,7 +190,7 @@ func routeChain(d Deps, r route.Route, cached map[string]http.Handler) ([]gin.Ha
 	// A query that does not parse is 400, not forwarded without the parts
 	// the proxy drops.
 	chain = append(chain, httpx.StrictQuery)
-	if r.BackOffice() && !r.Read() && d.Cache != nil {
+	if r.BackOffice() && r.Writes() && d.Cache != nil {
 		chain = append(chain, invalidate(d.Cache))
 	}
 	if r.MicroCached() && d.Cache != nil {

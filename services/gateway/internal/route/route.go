@@ -74,6 +74,11 @@ func (r Route) Public() bool { return strings.HasPrefix(r.Path, "/public/") }
 // Read reports whether the route only reads (GET or HEAD).
 func (r Route) Read() bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
 
+// Writes reports whether the route may change the library: not a read,
+// nor the document preview (a POST that renders a text and stores
+// nothing).
+func (r Route) Writes() bool { return !r.Read() && r.Path != "/bo/documents/preview" }
+
 // MicroCached reports whether the gateway may answer the route from its
 // micro-cache: the public JSON reads, the same bytes for every client who
 // asks the same URL (the listing, asked at every start of the app, a
@@ -170,6 +175,7 @@ func table() []Route {
 		{"GET", "/public/sync", Catalog, NoBody},
 		{"GET", "/bo/documents", Catalog, NoBody},
 		{"POST", "/bo/documents", Catalog, JSON},
+		{"POST", "/bo/documents/preview", Catalog, JSON},
 		{"PATCH", "/bo/documents/:id", Catalog, JSON},
 		{"DELETE", "/bo/documents/:id", Catalog, NoBody},
 		{"GET", "/bo/documents/:id/detail", Catalog, NoBody},

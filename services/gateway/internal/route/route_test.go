@@ -28,6 +28,7 @@ func TestTable(t *testing.T) {
 		{"GET", "/public/sync", cat, route.NoBody},
 		{"GET", "/bo/documents", cat, route.NoBody},
 		{"POST", "/bo/documents", cat, route.JSON},
+		{"POST", "/bo/documents/preview", cat, route.JSON},
 		{"PATCH", "/bo/documents/:id", cat, route.JSON},
 		{"DELETE", "/bo/documents/:id", cat, route.NoBody},
 		{"GET", "/bo/documents/:id/detail", cat, route.NoBody},
@@ -125,5 +126,16 @@ func TestMicroCached(t *testing.T) {
 	}
 	if seen != 2*len(want) {
 		t.Errorf("%d micro-cached routes, want GET and HEAD of %d paths", seen, len(want))
+	}
+}
+
+// Only routes that may change the library make the micro-cache revalidate.
+func TestWrites(t *testing.T) {
+	t.Parallel()
+	for _, r := range route.Table() {
+		want := r.Method != "GET" && r.Method != "HEAD" && r.Path != "/bo/documents/preview"
+		if r.Writes() != want {
+			t.Errorf("%s %s: Writes() = %v, want %v", r.Method, r.Path, r.Writes(), want)
+		}
 	}
 }

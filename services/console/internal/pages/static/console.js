@@ -46,3 +46,96 @@
   form.addEventListener("input", apply);
   form.addEventListener("submit", function (e) { e.preventDefault(); apply(); });
 })();
+
+// The edit page's live preview: the typed text goes to the console (which
+// asks the API's preview, the sanitiser documents get) a moment after the
+// person stops typing, and the sanitised HTML goes into the sandboxed
+// frame. Without this script the Preview button does the same by a post.
+(function () {
+  var content = document.getElementById("content");
+  var frame = document.getElementById("preview");
+  var form = content && content.form;
+  if (!frame || !form || !form.dataset.preview) { return; }
+  var status = document.getElementById("preview-status");
+  var timer = 0, seq = 0;
+  function show(n, answer) {
+    if (n !== seq) { return; } // an older answer than the last asked
+    status.textContent = answer.error || "";
+    if (!answer.error) {
+      frame.srcdoc = answer.html;
+      document.dispatchEvent(new CustomEvent("console:previewed"));
+    }
+  }
+  function update() {
+    var n = ++seq, body = new FormData();
+    body.append("type", form.elements.type.value);
+    body.append("content", content.value);
+    fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (a) { show(n, a); })
+      .catch(function () { show(n, { error: "The preview could not be made: the console cannot be reached right now." }); });
+  }
+  content.addEventListener("input", function () {
+    clearTimeout(timer);
+    timer = setTimeout(update, 300);
+  });
+})();
+
+// The media page's upload: files dropped on the zone join the file input,
+// and the form is sent in the background with a progress bar; the page's
+// answer (what became of each file) then replaces the page's content.
+// Without this script the form is a plain multipart post.
+(function () {
+  function init() {
+    var form = document.getElementById("upload-form");
+    if (!form) { return; }
+    var input = form.elements.files, zone = document.getElementById("dropzone");
+    var bar = document.getElementById("upload-progress"), status = document.getElementById("upload-status");
+    function named() {
+      var names = Array.prototype.map.call(input.files, function (f) { return f.name; });
+      document.getElementById("dropped").textContent = names.length ? "Chosen: " + names.join(", ") : "";
+    }
+    zone.addEventListener("dragover", function (e) { e.preventDefault(); zone.classList.add("over"); });
+    zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });
+    zone.addEventListener("drop", function (e) {
+      e.preventDefault();
+      zone.classList.remove("over");
+      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = e.dataTransfer.files; named(); }
+    });
+    input.addEventListener("change", named);
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      send(form, bar, status);
+    });
+  }
+  function progress(bar, status, percent) {
+    bar.value = percent;
+    status.textContent = "Uploading: " + percent + " %";
+    document.dispatchEvent(new CustomEvent("console:upload-progress", { detail: percent }));
+  }
+  function send(form, bar, status) {
+    var xhr = new XMLHttpRequest();
+    xhr.open("POST", form.action);
+    xhr.upload.onprogress = function (e) {
+      if (e.lengthComputable) { progress(bar, status, Math.floor(e.loaded * 100 / e.total)); }
+    };
+    xhr.upload.onload = function () { progress(bar, status, 100); };
+    xhr.onload = function () {
+      var page = new DOMParser().parseFromString(xhr.responseText, "text/html");
+      var main = page.querySelector("main");
+      if (!main) { xhr.onerror(); return; }
+      document.querySelector("main").replaceWith(main);
+      document.title = page.title;
+      init();
+      document.dispatchEvent(new CustomEvent("console:uploaded"));
+    };
+    xhr.onerror = function () {
+      bar.hidden = true;
+      status.textContent = "The upload did not get through (the console cannot be reached); the files are still chosen: send them again.";
+    };
+    bar.hidden = false;
+    progress(bar, status, 0);
+    xhr.send(new FormData(form));
+  }
+  init();
+})();

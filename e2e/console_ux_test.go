@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"html"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// consoleUX drives the live preview, the media page's drag and drop and a
+// document's history (htmlID: a document edited once) in b.
+func consoleUX(t *testing.T, b *browser, st *Stack, axe, admin, run, htmlID string) {
+	t.Run("a live preview runs nothing", func(t *testing.T) { livePreview(t, b, axe, admin) })
+	t.Run("a preview without script", func(t *testing.T) { previewWithoutScript(t, st, run) })
+	t.Run("drop files on the media page", func(t *testing.T) { mediaDragAndDrop(t, b, st, axe, admin, run) })
+	t.Run("the history of a document, and a restore", func(t *testing.T) { revisionsView(t, b, st, axe, admin, htmlID) })
+}
+
+// unsafeMarkdown is unsaved text that would run script if a preview
+// showed it as typed.
+const unsafeMarkdown = "# Aperçu\n\n[clic](javascript:alert(5))\n\n<script>alert(6)</script>\n"
+
+// livePreview types unsafe Markdown in a new document and waits for the
+// script's preview: rendered, sanitised, in a frame that runs no script.
+func livePreview(t *testing.T, b *browser, axe, admin string) {
+	b.run(t, "type Markdown", chromedp.Navigate(admin+"/documents/new?type=MARKDOWN"), chromedp.WaitVisible(chromedp.ID("content")),
+		runJS(`window.violations = []; document.addEventListener("securitypolicyviolation",
+			e => violations.push(e.violatedDirective + " " + e.blockedURI))`),
+		chromedp.SendKeys(chromedp.ID("content"), unsafeMarkdown), waitFor(`document.getElementById("preview").srcdoc.includes("<h1>Aperçu</h1>")`))
+	if v := get(t, b, "violations", chromedp.Evaluate[[]string](`violations`)); len(v) != 0 {
+		t.Errorf("the page's CSP blocked %v", v)
+	}
+	doc := get(t, b, "preview", chromedp.Evaluate[string](`document.getElementById("preview").srcdoc`))
+	wantSafePreview(t, doc)
+	if sb := get(t, b, "sandbox", chromedp.Evaluate[string](`document.getElementById("preview").getAttribute("sandbox")`)); sb != "" {
+		t.Errorf("the preview frame's sandbox is %q, want empty (no script, no same origin)", sb)
+	}
+	b.accessible(t, axe, "edit MARKDOWN with a preview")
+}
+
+func wantSafePreview(t *testing.T, doc string) {
+	t.Helper()
+	if !strings.Contains(doc, "<h1>Aperçu</h1>") || !strings.Contains(doc, "clic") {
+		t.Errorf("the preview %q does not show the text rendered", doc)
+	}
+	for _, bad := range []string{"javascript:", "<script", "href="} {
+		if strings.Contains(doc, bad) {
+			t.Errorf("the preview %q holds %q", doc, bad)
+		}
+	}
+}
+
+var srcdocAttr = regexp.MustCompile(`srcdoc="([^"]*)"`)
+
+// previewWithoutScript presses Preview as a browser without script does:
+// the edit page comes back with the typed text and the preview, and
+// nothing is stored.
+func previewWithoutScript(t *testing.T, st *Stack, run string) {
+	c := consoleClient(t, st, Token)
+	title := "Aperçu " + run
+	form := url.Values{"type": {"MARKDOWN"}, "title": {title}, "content": {unsafeMarkdown}, "preview": {"1"}, "key": {"k" + run}}
+	res := must(c.PostForm(st.AdminURL+"/console/documents/new", form))
+	body := readAll(t, res)
+	if res.StatusCode != 200 {
+		t.Fatalf("Preview: %d, want 200", res.StatusCode)
+	}
+	if !strings.Contains(body, html.EscapeString(title)) || !strings.Contains(body, ">"+html.EscapeString(unsafeMarkdown)+"</textarea>") {
+		t.Errorf("the previewed page lost what was typed:\n%s", body)
+	}
+	m := srcdocAttr.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no preview frame on the previewed page:\n%s", body)
+	}
+	wantSafePreview(t, html.UnescapeString(m[1]))
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Errorf("CSP %q", csp)
+	}
+	var all []struct{ Title string }
+	st.Must("GET", "/bo/documents", nil, 200).JSON(t, &all)
+	for _, d := range all {
+		if d.Title == title {
+			t.Errorf("a preview stored the document %q", title)
+		}
+	}
+}
+
+// runJS runs a script on the page.
+func runJS(script string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](script+"; true")(ctx, tg)
+		return err
+	})
+}
+
+// dropFiles drops files (name -> bytes) on the element sel as a person
+// dragging them from the desktop would, with a synthetic DataTransfer.
+func dropFiles(sel string, files map[string][]byte) chromedp.Action[chromedp.Void] {
+	var js strings.Builder
+	js.WriteString(`const dt = new DataTransfer();`)
+	for name, data := range files {
+		fmt.Fprintf(&js, `dt.items.add(new File([Uint8Array.from(atob(%q), c => c.charCodeAt(0))], %q));`,
+			base64.StdEncoding.EncodeToString(data), name)
+	}
+	fmt.Fprintf(&js, `document.querySelector(%q).dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}))`, sel)
+	return runJS(js.String())
+}
+
+// mediaDragAndDrop drops a new image and a file already in the library on
+// the media page and sends them with the script's upload: the progress
+// bar reaches 100 %, the new one is stored, the other recognised.
+func mediaDragAndDrop(t *testing.T, b *browser, st *Stack, axe, admin, run string) {
+	fresh, again := "glissé-"+run+".png", "encore-"+run+".png"
+	b.run(t, "media page", chromedp.Navigate(admin+"/media"), chromedp.WaitVisible(chromedp.ID("dropzone")),
+		runJS(`window.progressSeen = []; document.addEventListener("console:upload-progress", e => progressSeen.push(e.detail));
+			document.addEventListener("console:uploaded", () => { window.uploaded = true })`),
+		dropFiles("#dropzone", map[string][]byte{fresh: unique(pngBytes, "dropped "+run), again: unique(pngBytes, "media page "+run)}),
+		waitFor(`document.getElementById("files").files.length === 2`),
+		chromedp.Click(chromedp.CSS(`#upload-form button[type=submit]`)), waitFor(`window.uploaded === true`))
+	said := get(t, b, "results", chromedp.Text(chromedp.ID("upload-results")))
+	if !strings.Contains(said, fresh+" was stored") || !strings.Contains(said, "already in the library") {
+		t.Errorf("after dropping a new file and a known one the page says %q", said)
+	}
+	seen := get(t, b, "progress", chromedp.Evaluate[[]int](`progressSeen`))
+	if len(seen) < 2 || seen[len(seen)-1] != 100 {
+		t.Errorf("the progress bar went through %v, want 0 … 100", seen)
+	}
+	if loc := b.location(t).Path; loc != "/console/media" {
+		t.Errorf("after the upload the browser is at %s", loc)
+	}
+	b.accessible(t, axe, "media (after a drop)")
+}
+
+// revisionsView reads the history of a document edited once (its pins),
+// then restores its first version from the console.
+func revisionsView(t *testing.T, b *browser, st *Stack, axe, admin, id string) {
+	b.run(t, "history", chromedp.Navigate(admin+"/documents/"+id), chromedp.WaitVisible(chromedp.ID("title")),
+		chromedp.Click(chromedp.CSS(`a[href="/console/documents/`+id+`/revisions"]`)), chromedp.WaitVisible(chromedp.ID("revision-1")))
+	b.accessible(t, axe, "revisions")
+	newest := get(t, b, "newest", chromedp.Text(chromedp.CSS(`tbody tr:first-child`)))
+	if !strings.Contains(newest, "edited: pinned documents") {
+		t.Errorf("the newest revision says %q, want who edited the pins", newest)
+	}
+	if first := get(t, b, "first", chromedp.Text(chromedp.ID("revision-1"))); !strings.Contains(first, "created") {
+		t.Errorf("revision 1 says %q, want created", first)
+	}
+	b.run(t, "version 1", chromedp.Click(chromedp.CSS(`#revision-1 a`)), chromedp.WaitVisible(chromedp.CSS(`form[action$="/revisions/1/restore"]`)))
+	b.accessible(t, axe, "revision")
+	b.run(t, "restore version 1", chromedp.Click(chromedp.CSS(`form[action$="/revisions/1/restore"] button`)), notice("earlier version was restored"))
+	var d struct{ RelatedIds []string }
+	st.Must("GET", "/bo/documents/"+id+"/detail", nil, 200).JSON(t, &d)
+	if len(d.RelatedIds) != 0 {
+		t.Errorf("after restoring version 1 the document pins %v, want nothing as in version 1", d.RelatedIds)
+	}
+}
+
+// saveOverTheirs: after a 412 the page shows the version someone else
+// saved, and saving again (with its ETag, not the stale one) replaces it.
+func saveOverTheirs(t *testing.T, b *browser, st *Stack, linkID string) {
+	theirs := get(t, b, "their version", chromedp.Text(chromedp.ID("current")))
+	if !strings.Contains(theirs, "Changed in another tab") || !strings.Contains(theirs, "https://example.org/other") {
+		t.Errorf("after a 412 their version shows %q", theirs)
+	}
+	b.run(t, "save mine over theirs", chromedp.Submit(chromedp.ID("title")), notice("was saved"))
+	var d struct{ Title string }
+	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
+	if d.Title != "Mine" {
+		t.Errorf("after saving over their version the title is %q, want Mine", d.Title)
+	}
+}

@@ -1,0 +1,56 @@
+package document
+
+import (
+	"bytes"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer/html"
+
+	"github.com/doclib/libs/validation"
+)
+
+// previewRenderer turns Markdown into HTML for a preview: GitHub Flavored
+// Markdown, the richer of the two readings SanitizeMarkdown checks. Raw
+// HTML is passed through because it was sanitised before and the result
+// is sanitised again.
+var previewRenderer = goldmark.New(
+	goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList),
+	goldmark.WithRendererOptions(html.WithUnsafe()),
+)
+
+// Preview is what a text would be once stored: Content as the API would
+// keep it, HTML as a client shows it.
+type Preview struct {
+	Content string
+	HTML    string
+}
+
+// RenderPreview sanitises content of type t (MARKDOWN or HTML) exactly as
+// a create or update would, and renders it as HTML, sanitised again with
+// the policy of HTML documents. Nothing is stored. An empty text is an
+// empty preview, not an error: a person may not have typed anything yet.
+func RenderPreview(t, content string) (Preview, error) {
+	var errs validation.Errors
+	switch Type(t) {
+	case Markdown, HTML:
+	default:
+		errs.Add("type", "must be MARKDOWN or HTML (the types with a text to preview)")
+	}
+	if len(content) > MaxContent {
+		errs.Add("content", "must be at most %d bytes (got %d)", MaxContent, len(content))
+	}
+	if err := errs.Err(); err != nil {
+		return Preview{}, err
+	}
+	if Type(t) == HTML {
+		clean := SanitizeHTML(content)
+		return Preview{Content: clean, HTML: clean}, nil
+	}
+	clean := SanitizeMarkdown(content)
+	var out bytes.Buffer
+	if err := previewRenderer.Convert([]byte(clean), &out); err != nil {
+		return Preview{}, err
+	}
+	return Preview{Content: clean, HTML: htmlPolicy.Sanitize(out.String())}, nil
+}

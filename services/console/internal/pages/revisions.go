@@ -1,0 +1,168 @@
+package pages
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/doclib/services/console/internal/boclient"
+	"github.com/doclib/services/console/internal/revision"
+)
+
+// historyPage is how many revisions the history page lists at once; each
+// is read to say what it changed.
+const historyPage = 20
+
+// historyRow is one write of a document: who, when, why, and what it
+// changed (nil when unknown or for the first revision).
+type historyRow struct {
+	boclient.RevisionShort
+	Reason  string
+	Changes []string
+}
+
+type historyData struct {
+	ID, Title  string
+	Rows       []historyRow
+	NextBefore int64 // the before= of the next, older page; 0 on the last
+}
+
+// revisionsPage lists a document's revisions, newest first.
+func (p *Pages) revisionsPage(c *gin.Context) {
+	s, _ := current(c)
+	id := c.Param("id")
+	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	doc, _, err := p.cfg.API.Document(ctx, s.Token, id)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	// One more than shown: the revision before the oldest shown says what
+	// that one changed.
+	page, err := p.cfg.API.Revisions(ctx, s.Token, id, before, historyPage+1)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	d := historyData{ID: id, Title: doc.Title, Rows: p.history(ctx, s.Token, id, page.Revisions)}
+	if len(page.Revisions) > historyPage {
+		d.NextBefore = page.Revisions[historyPage-1].Version
+	}
+	p.render(c, http.StatusOK, "revisions", view{Title: "History of " + doc.Title, Data: d})
+}
+
+// history makes the rows of revs (newest first, one more than shown): each
+// row's changes compare it with the next, older revision. A revision
+// that cannot be read leaves its rows without changes.
+func (p *Pages) history(ctx context.Context, token, id string, revs []boclient.RevisionShort) []historyRow {
+	raws := make([]json.RawMessage, len(revs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4) // the gateway's other callers come first
+	for i, r := range revs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if full, err := p.cfg.API.Revision(ctx, token, id, r.Version); err == nil {
+				raws[i] = full.Raw
+			}
+		})
+	}
+	wg.Wait()
+	rows := make([]historyRow, 0, historyPage)
+	for i, r := range revs[:min(len(revs), historyPage)] {
+		row := historyRow{RevisionShort: r, Reason: revision.Reason(r.Why)}
+		if i+1 < len(revs) && raws[i] != nil && raws[i+1] != nil {
+			row.Changes = revision.Changes(raws[i+1], raws[i])
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+var noSuchRevision = &boclient.APIError{Status: http.StatusNotFound, Code: "revision_not_found", Detail: "There is no such version of this document."}
+
+type revisionData struct {
+	ID  string
+	Rev boclient.Revision
+	// Tags are the names of the revision's tags that still exist.
+	Tags   []string
+	Reason string
+}
+
+// revisionPage shows a document as it was after one write, with a button
+// that makes it the current content again (editors).
+func (p *Pages) revisionPage(c *gin.Context) {
+	s, _ := current(c)
+	id, rev, ok := revParam(c)
+	if !ok {
+		p.fail(c, noSuchRevision)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	r, err := p.cfg.API.Revision(ctx, s.Token, id, rev)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	d := revisionData{ID: id, Rev: r, Reason: revision.Reason(r.Why)}
+	if cats, err := p.cfg.API.Categories(ctx, s.Token); err == nil {
+		d.Tags = tagNames(cats, r.Document.TagIDs)
+	}
+	p.render(c, http.StatusOK, "revision", view{Title: "Version " + strconv.FormatInt(rev, 10) + " of " + r.Document.Title, Data: d})
+}
+
+// revParam is the document id and the revision number of the path.
+func revParam(c *gin.Context) (string, int64, bool) {
+	rev, err := strconv.ParseInt(c.Param("rev"), 10, 64)
+	return c.Param("id"), rev, err == nil && rev >= 1
+}
+
+// tagNames are the names of ids among cats' tags, in cats' order.
+func tagNames(cats []boclient.Category, ids []string) []string {
+	var out []string
+	for _, cat := range cats {
+		for _, t := range cat.Tags {
+			if slices.Contains(ids, t.ID) {
+				out = append(out, cat.Name+": "+t.Name)
+			}
+		}
+	}
+	return out
+}
+
+// restoreRevision makes a revision the document's current content; the
+// edit page then says so, and whether references that no longer hold
+// were left out.
+func (p *Pages) restoreRevision(c *gin.Context) {
+	s, ok := current(c)
+	if !ok {
+		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
+		return
+	}
+	id, rev, ok := revParam(c)
+	if !ok {
+		p.fail(c, noSuchRevision)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	defer cancel()
+	dropped, err := p.cfg.API.RestoreRevision(ctx, s.Token, id, rev)
+	if err != nil {
+		p.fail(c, explain(boclient.AsAPIError(err)))
+		return
+	}
+	what := "reverted"
+	if dropped.Any() {
+		what = "reverted-dropped"
+	}
+	c.Redirect(http.StatusSeeOther, Base+"/documents/"+url.PathEscape(id)+"?"+url.Values{"done": {what}}.Encode())
+}
