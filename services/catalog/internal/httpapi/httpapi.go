@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
@@ -306,6 +307,14 @@ func fail(c *gin.Context, err error) {
 			return problem.New(http.StatusNotFound, "no_file", fmt.Sprintf("document '%s' has no file to download", id))
 		case errors.Is(err, document.ErrImportConflict):
 			return problem.Conflict("import_conflict", err.Error())
+		case errors.Is(err, document.ErrKeyReused):
+			if claim, ok := idempotency.ClaimFrom(c); ok {
+				claim.Forget() // the key's outcome is its first request's
+			}
+			return idempotency.Reused()
+		case errors.Is(err, document.ErrKeyPending):
+			return problem.New(http.StatusServiceUnavailable, "outcome_unknown",
+				"a request with this Idempotency-Key is still being written, or its outcome is not known yet; send it again shortly").With("Retry-After", "5")
 		case errors.Is(err, document.ErrConflict):
 			return problem.Conflict("conflict", "another write to this document has been under way for too long; try again")
 		case errors.Is(err, library.ErrBadCursor):

@@ -136,6 +136,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("draftTagsIds", false, "draft.tagsIds"),
 		mongox.Index("draftFileId", false, "draft.file.id"),
 		mongox.Index("draftImagesIds", false, "draft.imagesIds"),
+		mongo.IndexModel{Keys: bson.D{{Key: keyField, Value: 1}}, Options: options.Index().SetName(keyField).SetUnique(true).SetSparse(true)},
 	); err != nil {
 		return err
 	}
@@ -550,9 +551,29 @@ func (s *Store) hold(adds document.Refs) holdDoc {
 
 // Create implements document.Store.
 func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	return s.create(ctx, id, nil, adds, fn)
+}
+
+// CreateKeyed implements document.Store (keyed.go).
+func (s *Store) CreateKeyed(ctx context.Context, id string, key document.Key, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	return s.create(ctx, id, &key, adds, fn)
+}
+
+// create inserts the placeholder of id (with key, if any, under the
+// unique index idemKey: it collides with the document an earlier attempt
+// made, even one committed after its answer was lost), then commits fn's
+// document into it. The commit's $set leaves the key in place.
+func (s *Store) create(ctx context.Context, id string, key *document.Key, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
 	for attempt := 0; ; attempt++ {
 		h := s.hold(adds)
-		if _, err := s.docs.InsertOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}); err != nil {
+		placeholder := bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}
+		if key != nil {
+			placeholder[keyField], placeholder["idemFingerprint"], placeholder["idemExpiresAt"] = key.ID, key.Fingerprint, key.ExpiresAt
+		}
+		if _, err := s.docs.InsertOne(ctx, placeholder); err != nil {
+			if key != nil && mongo.IsDuplicateKeyError(err) {
+				return document.Document{}, document.ErrKeyTaken
+			}
 			return document.Document{}, err
 		}
 		d := document.Document{ID: id}
@@ -578,6 +599,40 @@ func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn fu
 			return document.Document{}, document.ErrConflict
 		}
 	}
+}
+
+// keyField holds the Idempotency-Key a document was created under, unique
+// among the documents that have one (sparse: FerretDB 1.x has no partial
+// indexes; a sparse index skips the documents without the field on both).
+const keyField = "idemKey"
+
+// keyedDoc is a document with the key it was created under.
+type keyedDoc struct {
+	Doc         doc       `bson:",inline"`
+	Fingerprint string    `bson:"idemFingerprint"`
+	ExpiresAt   time.Time `bson:"idemExpiresAt"`
+}
+
+// Keyed implements document.Store.
+func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, document.Key, bool, error) {
+	var d keyedDoc
+	err := s.docs.FindOne(ctx, bson.M{keyField: keyID}, options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && d.Doc.PurgedAt != nil) {
+		return document.Document{}, document.Key{}, false, document.ErrNotFound
+	}
+	if err != nil {
+		return document.Document{}, document.Key{}, false, err
+	}
+	key := document.Key{ID: keyID, Fingerprint: d.Fingerprint, ExpiresAt: d.ExpiresAt}
+	return d.Doc.domain(), key, d.Doc.Seq == 0, nil
+}
+
+// DropKey implements document.Store.
+func (s *Store) DropKey(ctx context.Context, keyID string, now time.Time) error {
+	_, err := s.docs.UpdateOne(ctx,
+		bson.M{keyField: keyID, "$or": bson.A{bson.M{"idemExpiresAt": bson.M{"$lte": now}}, bson.M{"purgedAt": bson.M{"$exists": true}}}},
+		bson.M{"$unset": bson.M{keyField: "", "idemFingerprint": "", "idemExpiresAt": ""}})
+	return err
 }
 
 // abandon removes a document being created whose write failed.
