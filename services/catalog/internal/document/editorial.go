@@ -123,13 +123,19 @@ func ETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + 
 
 // ParseIfMatch reads an If-Match header: the versions it names, or nil for
 // "*". A tag this service did not make names no version (-1): it matches
-// nothing, so the write is refused rather than made blindly.
+// nothing, so the write is refused rather than made blindly. So does a
+// weak tag (W/"..."): If-Match uses the strong comparison (RFC 9110
+// §13.1.1), which a weak tag never passes.
 func ParseIfMatch(header string) []int64 {
 	var out []int64
 	for _, tag := range strings.Split(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		tag = strings.TrimSpace(tag)
 		if tag == "*" {
 			return nil
+		}
+		if strings.HasPrefix(tag, "W/") {
+			out = append(out, -1)
+			continue
 		}
 		// The detail's tag may carry a digest after the version ("12.ab").
 		tag = strings.Trim(tag, `"`)
