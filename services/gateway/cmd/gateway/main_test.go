@@ -17,6 +17,33 @@ import (
 // provider's outage: it starts, is ready, serves the public routes and
 // the static tokens at once, answers a JWT 503 with Retry-After, and
 // accepts it once the issuer answers.
+// start runs the gateway until t ends (cancelled as SIGTERM does), and
+// returns a channel closed once run has returned, and run's error then.
+// The cleanup waits for run only as long as a shutdown takes, so a test
+// that failed, even after run returned on its own, ends instead of
+// hanging.
+func start(t *testing.T) (<-chan struct{}, func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	var err error
+	go func() {
+		defer close(stopped)
+		err = run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-stopped:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("run has not returned 30 s after its context was cancelled")
+		}
+	})
+	return stopped, func() error { <-stopped; return err }
+}
+
 func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	is := oidctest.Unstarted(t)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,15 +69,7 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	defer func() {
-		cancel() // as SIGTERM does: run shuts down and returns
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	stopped, runErr := start(t)
 
 	get := func(url, authorization string) *http.Response {
 		t.Helper()
@@ -71,8 +90,8 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for res := get("http://"+admin+"/readyz", ""); res == nil || res.StatusCode != 200; res = get("http://"+admin+"/readyz", "") {
 		select {
-		case err := <-done:
-			t.Fatalf("the gateway stopped with the issuer down: %v", err)
+		case <-stopped:
+			t.Fatalf("the gateway stopped with the issuer down: %v", runErr())
 		default:
 		}
 		if time.Now().After(deadline) {
