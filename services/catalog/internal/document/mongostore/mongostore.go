@@ -941,10 +941,16 @@ func (s *Store) models(ctx context.Context, token string, seq int64, changes []c
 		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update))
 	}
 	for _, key := range order {
-		models = append(models, groups[key].model(token, seq))
+		models = append(models, groups[key].models(token, seq)...)
 	}
 	return models, nil
 }
+
+// idChunk bounds the ids one statement names: a statement must stay under
+// MongoDB's 16 MB, which a tag deletion's grouped update passed at about
+// 480,000 documents (a 22-character id takes 34 bytes in $in's array).
+// 10,000 ids are about 0.35 MB.
+const idChunk = 10000
 
 // tagDrop is documents whose change only removes tags (from the live
 // version, the pending changes or both) and, as every write since
@@ -983,12 +989,12 @@ func appendSince(list []tagSinceDoc, tags []string, since map[string]time.Time) 
 	return list
 }
 
-// model pulls the tags, and the entries of tagSince that name them (the
+// models pull the tags, and the entries of tagSince that name them (the
 // exact values read: $pull with a condition is not in the test database),
 // from each document of the group that token holds, as the change's
 // commit (updateOf) would: new seq, next version, the change record, hold
-// ended, UpdatedAt kept.
-func (g *tagDrop) model(token string, seq int64) mongo.WriteModel {
+// ended, UpdatedAt kept; one statement per idChunk ids.
+func (g *tagDrop) models(token string, seq int64) []mongo.WriteModel {
 	pull := bson.M{}
 	if len(g.tags) > 0 {
 		pull["tagsIds"] = g.tags
@@ -1013,9 +1019,13 @@ func (g *tagDrop) model(token string, seq int64) mongo.WriteModel {
 	if g.version {
 		update["$inc"] = bson.M{"version": int64(1)}
 	}
-	return mongo.NewUpdateManyModel().
-		SetFilter(bson.M{"_id": bson.M{"$in": g.ids}, "pending.token": token}).
-		SetUpdate(update)
+	var models []mongo.WriteModel
+	for ids := range slices.Chunk(g.ids, idChunk) {
+		models = append(models, mongo.NewUpdateManyModel().
+			SetFilter(bson.M{"_id": bson.M{"$in": ids}, "pending.token": token}).
+			SetUpdate(update))
+	}
+	return models
 }
 
 // tagDropOf returns the group of a change that is before less some of its
@@ -1081,13 +1091,15 @@ func withoutTags(d *document.Document, tags []string, afterSince map[string]time
 
 // at returns which of ids are at seq.
 func (s *Store) at(ctx context.Context, ids []string, seq int64) (map[string]bool, error) {
-	got, err := s.ids(ctx, bson.M{"_id": bson.M{"$in": ids}, "seq": seq})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(got))
-	for _, id := range got {
-		out[id] = true
+	out := make(map[string]bool, len(ids))
+	for chunk := range slices.Chunk(ids, idChunk) {
+		got, err := s.ids(ctx, bson.M{"_id": bson.M{"$in": chunk}, "seq": seq})
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range got {
+			out[id] = true
+		}
 	}
 	return out, nil
 }
@@ -1152,9 +1164,12 @@ func (s *Store) updateOf(ctx context.Context, before, after document.Document) (
 func (s *Store) release(ctx context.Context, ids []string, token string) {
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"pending.token": token}),
-		bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
-		s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", ids, "error", err)
+	for chunk := range slices.Chunk(ids, idChunk) {
+		if _, err := s.docs.UpdateMany(ctx, byIDs(chunk, bson.M{"pending.token": token}),
+			bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
+			s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", len(ids), "error", err)
+			return
+		}
 	}
 }
 
