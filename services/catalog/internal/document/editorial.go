@@ -159,7 +159,8 @@ func (s *Service) write(ctx context.Context, why string, fn func(*Document) erro
 }
 
 // revisionBatch is the editorial record of a write of many documents at
-// once (a tag deletion): one time for all of them, and the revisions of
+// once (a tag deletion): one time per round for all of them (at, set when
+// the round holds its documents), and the revisions of
 // the states they start from, stored together by flush before the store
 // commits (the store calls it once per round), so the write costs a
 // bounded number of database operations whatever the number of documents.
@@ -199,7 +200,12 @@ func (s *Service) record(ctx context.Context, why string, batch *revisionBatch, 
 		at := s.now()
 		switch {
 		case batch != nil:
+			// The batch's time, unless this document's last change is not
+			// before it (another replica's clock ahead): then just after.
 			at = batch.at
+			if !before.Change.At.Before(at) {
+				at = before.Change.At.Add(time.Millisecond)
+			}
 			if before.RevisionPending {
 				batch.revs = append(batch.revs, revisionOf(before))
 			}

@@ -187,14 +187,19 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 		return nil, nil
 	}
 	var live map[string]time.Time
+	// One change time and one insert of revisions per round for every
+	// document: the store writes the documents that only lose the tags
+	// with one update. The time is the round's, taken once it holds its
+	// documents (look runs then), so it comes after any write a document
+	// waited for (record keeps each document's change times moving
+	// forward).
+	batch := &revisionBatch{}
 	look := func(ctx context.Context) error {
+		batch.at = s.now()
 		var err error
 		live, err = s.liveAgain(ctx, ids)
 		return err
 	}
-	// One change time and one insert of revisions for every document: the
-	// store writes the documents that only lose the tags with one update.
-	batch := &revisionBatch{at: s.now()}
 	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.record(ctx, whyEvent+events.TagDeleted, batch, func(d *Document) error {
 		dropped := dropDeletedTags(d, ids, live)
 		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {
