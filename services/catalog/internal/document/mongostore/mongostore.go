@@ -59,6 +59,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/doclib/libs/events"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/catalog/internal/document"
@@ -568,7 +569,7 @@ func (s *Store) create(ctx context.Context, id string, key *document.Key, adds d
 		h := s.hold(adds)
 		placeholder := bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}
 		if key != nil {
-			placeholder[keyField], placeholder["idemFingerprint"], placeholder["idemExpiresAt"] = key.ID, key.Fingerprint, key.ExpiresAt
+			idemstore.Stamp{Key: key.ID, Fingerprint: key.Fingerprint, ExpiresAt: key.ExpiresAt}.Into(placeholder)
 		}
 		if _, err := s.docs.InsertOne(ctx, placeholder); err != nil {
 			if key != nil && mongo.IsDuplicateKeyError(err) {
@@ -604,13 +605,12 @@ func (s *Store) create(ctx context.Context, id string, key *document.Key, adds d
 // keyField holds the Idempotency-Key a document was created under, unique
 // among the documents that have one (sparse: FerretDB 1.x has no partial
 // indexes; a sparse index skips the documents without the field on both).
-const keyField = "idemKey"
+const keyField = idemstore.KeyField
 
 // keyedDoc is a document with the key it was created under.
 type keyedDoc struct {
-	Doc         doc       `bson:",inline"`
-	Fingerprint string    `bson:"idemFingerprint"`
-	ExpiresAt   time.Time `bson:"idemExpiresAt"`
+	Doc   doc             `bson:",inline"`
+	Stamp idemstore.Stamp `bson:",inline"`
 }
 
 // Keyed implements document.Store.
@@ -623,15 +623,15 @@ func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, doc
 	if err != nil {
 		return document.Document{}, document.Key{}, false, err
 	}
-	key := document.Key{ID: keyID, Fingerprint: d.Fingerprint, ExpiresAt: d.ExpiresAt}
+	key := document.Key{ID: keyID, Fingerprint: d.Stamp.Fingerprint, ExpiresAt: d.Stamp.ExpiresAt}
 	return d.Doc.domain(), key, d.Doc.Seq == 0, nil
 }
 
 // DropKey implements document.Store.
 func (s *Store) DropKey(ctx context.Context, keyID string, now time.Time) error {
 	_, err := s.docs.UpdateOne(ctx,
-		bson.M{keyField: keyID, "$or": bson.A{bson.M{"idemExpiresAt": bson.M{"$lte": now}}, bson.M{"purgedAt": bson.M{"$exists": true}}}},
-		bson.M{"$unset": bson.M{keyField: "", "idemFingerprint": "", "idemExpiresAt": ""}})
+		bson.M{keyField: keyID, "$or": bson.A{idemstore.Expired(now), bson.M{"purgedAt": bson.M{"$exists": true}}}},
+		idemstore.Unstamp())
 	return err
 }
 
