@@ -48,6 +48,11 @@ func (s Stamp) Into(m bson.M) {
 // Expired matches the records whose stamp expired at or before now.
 func Expired(now time.Time) bson.M { return bson.M{expiresAtField: bson.M{"$lte": now}} }
 
+// Unstamped matches the records with no stamp, or one expired at now.
+func Unstamped(now time.Time) bson.M {
+	return bson.M{"$or": bson.A{bson.M{expiresAtField: bson.M{"$exists": false}}, Expired(now)}}
+}
+
 // Unstamp is the update that takes a record's stamp off.
 func Unstamp() bson.M {
 	return bson.M{"$unset": bson.M{KeyField: "", fingerprintField: "", expiresAtField: ""}}

@@ -252,12 +252,13 @@ type Store interface {
 	// first write (the placeholder) on: ErrKeyTaken, writing nothing, when
 	// another document holds key.ID.
 	CreateKeyed(ctx context.Context, id string, key Key, adds Refs, fn func(*Document) error) (Document, error)
-	// Keyed returns the document holding the key keyID, deleted or not,
-	// with its Key, and whether it is a placeholder still (its create
-	// never committed); ErrNotFound if none but a purged one does.
+	// Keyed returns the document holding the key keyID, deleted or
+	// purged (its tombstone) or not, with its Key, and whether it is a
+	// placeholder still (its create never committed); ErrNotFound if none
+	// does. A purged document's tombstone is kept while its key lives.
 	Keyed(ctx context.Context, keyID string) (d Document, key Key, creating bool, err error)
 	// DropKey takes the key keyID from the document holding it if the key
-	// expired at or before now, or the document was purged.
+	// expired at or before now.
 	DropKey(ctx context.Context, keyID string, now time.Time) error
 	// Update changes the document id with fn; ErrNotFound if there is none.
 	// fn returning ErrUnchanged leaves it as it is.

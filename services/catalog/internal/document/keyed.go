@@ -37,10 +37,22 @@ var (
 	ErrKeyPending = errors.New("a create with this idempotency key is still being written")
 )
 
+// KeyDeletedError is a create whose key made a document, since deleted
+// (in the trash) or purged: the retry does not make it again, nor answer
+// the deleted one as made.
+type KeyDeletedError struct {
+	ID     string // the document the key made
+	Purged bool   // gone for good; else in the trash, restorable
+}
+
+func (e *KeyDeletedError) Error() string {
+	return "the document '" + e.ID + "' this idempotency key created has since been deleted"
+}
+
 // createKeyed is Create under the request's key: a document made by an
-// earlier attempt with the same request is the answer, one made by
-// another request is ErrKeyReused, an expired key is taken from its
-// document and the create runs.
+// earlier attempt with the same request is the answer (KeyDeletedError if
+// it was deleted since), one made by another request is ErrKeyReused, an
+// expired key is taken from its document and the create runs.
 func (s *Service) createKeyed(ctx context.Context, c *idempotency.Claim, adds Refs, fn func(*Document) error) (Document, error) {
 	key := Key{ID: c.ID, Fingerprint: c.Fingerprint, ExpiresAt: c.ExpiresAt}
 	for range 3 {
@@ -50,21 +62,32 @@ func (s *Service) createKeyed(ctx context.Context, c *idempotency.Claim, adds Re
 		}
 		held, hk, creating, err := s.store.Keyed(ctx, key.ID)
 		switch {
-		case errors.Is(err, ErrNotFound) || (err == nil && !s.now().Before(hk.ExpiresAt)):
-			// Its document is gone (purged) or the key expired: it no
-			// longer stands in the way.
+		case errors.Is(err, ErrNotFound):
+			// Let go meanwhile (expired and taken off): create again.
+		case err != nil:
+			return Document{}, err
+		case !s.now().Before(hk.ExpiresAt):
+			// The key expired: it no longer stands in the way.
 			if err := s.store.DropKey(ctx, key.ID, s.now()); err != nil {
 				return Document{}, err
 			}
-		case err != nil:
-			return Document{}, err
-		case hk.Fingerprint != key.Fingerprint:
-			return Document{}, ErrKeyReused
-		case creating:
-			return Document{}, ErrKeyPending
 		default:
-			return held, nil
+			return heldAnswer(held, hk, key, creating)
 		}
 	}
 	return Document{}, ErrKeyPending
+}
+
+// heldAnswer is the answer of a create whose live key hk holds the
+// document held.
+func heldAnswer(held Document, hk, key Key, creating bool) (Document, error) {
+	switch {
+	case hk.Fingerprint != key.Fingerprint:
+		return Document{}, ErrKeyReused
+	case creating:
+		return Document{}, ErrKeyPending
+	case held.Purged() || held.IsDeleted:
+		return Document{}, &KeyDeletedError{ID: held.ID, Purged: held.Purged()}
+	}
+	return held, nil
 }

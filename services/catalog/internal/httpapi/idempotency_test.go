@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
 	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/catalog/internal/document"
@@ -108,5 +109,43 @@ func TestAnExpiredKeyOnADocumentDoesNotBlockANewCreate(t *testing.T) {
 	r.must("GET", "/bo/documents", "", 200).json(t, &list)
 	if len(list) != 2 || second.Title != "second" {
 		t.Errorf("after the key expired, a create under it made %q; the catalog holds %d documents, want 2", second.Title, len(list))
+	}
+}
+
+// A retry whose key's document was deleted since, in the trash or purged
+// within the key's retention, is told so (409 created_document_deleted,
+// not kept): never answered as made, never created again. The purged
+// document's tombstone stays while its key lives (the sweep keeps it).
+func TestARetryWhoseDocumentWasDeletedIsToldSo(t *testing.T) {
+	t.Parallel()
+	r, ls := keyedReplica(t, time.Hour)
+	ctx := context.Background()
+	body, key := linkBody("gone", ""), "k-3"
+	if a := r.do("POST", "/bo/documents", body, "Idempotency-Key", key); a.code != 503 {
+		t.Fatalf("the create whose answer was lost: %d %s, want 503", a.code, a.body)
+	}
+	made, _, _, err := ls.Keyed(ctx, idempotency.ScopedID("", key))
+	testkit.Must(t, err, "the document the key made")
+	r.must("DELETE", "/bo/documents/"+made.ID, "", 204)
+	for i, where := range []string{"trash", "purged"} {
+		if i == 1 {
+			store := ls.Store.(*mongostore.Store)
+			_, err := r.svc.PurgeTrash(ctx, time.Now().Add(time.Hour), 10)
+			testkit.Must(t, err, "purge")
+			_, err = store.Documents().UpdateMany(ctx, map[string]any{}, map[string]any{"$unset": map[string]any{"outbox": ""}, "$set": map[string]any{"outboxCount": 0}})
+			testkit.Must(t, err, "publish the events")
+			if n, err := store.Sweep(ctx); err != nil || n != 0 {
+				t.Errorf("Sweep = %d, %v; want the tombstone kept while its key lives", n, err)
+			}
+		}
+		for range 2 {
+			a := r.do("POST", "/bo/documents", body, "Idempotency-Key", key)
+			if a.code != 409 || a.problemCode(t) != "created_document_deleted" || !strings.Contains(string(a.body), where) {
+				t.Errorf("%s: the retry: %d %s, want 409 created_document_deleted saying %s", where, a.code, a.body, where)
+			}
+		}
+	}
+	if n, err := ls.Store.(*mongostore.Store).Documents().CountDocuments(ctx, map[string]any{}); err != nil || n != 1 {
+		t.Errorf("the catalog holds %d documents (%v), want the one tombstone", n, err)
 	}
 }

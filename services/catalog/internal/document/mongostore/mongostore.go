@@ -428,7 +428,8 @@ func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]str
 	return decodeIDs(ctx, cur)
 }
 
-// Sweep removes for good the tombstones of purged documents whose
+// Sweep removes for good the tombstones of purged documents (whose
+// Idempotency-Key, if any, expired) whose
 // event is published: it first raises the horizon to their DeletedSeq
 // (and moves the counter, so that replicas read it), then deletes them, so
 // a sync cursor that could miss their removal is expired before they are
@@ -436,8 +437,11 @@ func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]str
 // idempotent and safe on several replicas (the relay runs it after
 // publishing).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$or": bson.A{
-		bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0},
+	// A tombstone whose Idempotency-Key lives stays: the key's retry must
+	// find it, not create the document again (keyed.go).
+	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$and": bson.A{
+		bson.M{"$or": bson.A{bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0}}},
+		idemstore.Unstamped(time.Now()),
 	}}
 	cur, err := s.docs.Find(ctx, published, options.Find().SetProjection(bson.M{"_id": 1, "deletedSeq": 1}).SetLimit(500))
 	if err != nil {
@@ -617,7 +621,7 @@ type keyedDoc struct {
 func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, document.Key, bool, error) {
 	var d keyedDoc
 	err := s.docs.FindOne(ctx, bson.M{keyField: keyID}, options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && d.Doc.PurgedAt != nil) {
+	if errors.Is(err, mongo.ErrNoDocuments) {
 		return document.Document{}, document.Key{}, false, document.ErrNotFound
 	}
 	if err != nil {
@@ -629,9 +633,9 @@ func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, doc
 
 // DropKey implements document.Store.
 func (s *Store) DropKey(ctx context.Context, keyID string, now time.Time) error {
-	_, err := s.docs.UpdateOne(ctx,
-		bson.M{keyField: keyID, "$or": bson.A{idemstore.Expired(now), bson.M{"purgedAt": bson.M{"$exists": true}}}},
-		idemstore.Unstamp())
+	expired := idemstore.Expired(now)
+	expired[keyField] = keyID
+	_, err := s.docs.UpdateOne(ctx, expired, idemstore.Unstamp())
 	return err
 }
 
