@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/idempotency"
 )
@@ -15,6 +17,18 @@ const (
 	fingerprintField = "idemFingerprint"
 	expiresAtField   = "idemExpiresAt"
 )
+
+// KeyIndex is the index of a collection whose records no two may hold
+// one key: unique, and sparse so that the many records without a key
+// (all null) do not collide. MongoDB refuses to build it without sparse
+// on a collection holding two of those; FerretDB 1.x ignores sparse (its
+// unique indexes allow repeated nulls), so no test on it sees sparse go:
+// TestKeyIndexIsUniqueAndSparse does. (No partial index: FerretDB 1.x
+// refuses partialFilterExpression.)
+func KeyIndex() mongo.IndexModel {
+	return mongo.IndexModel{Keys: bson.D{{Key: KeyField, Value: 1}},
+		Options: options.Index().SetName(KeyField).SetUnique(true).SetSparse(true)}
+}
 
 // Stamp is the Idempotency-Key a record was created under, stored inline
 // in the record from its first write on: a retry whose first attempt the

@@ -137,7 +137,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("draftTagsIds", false, "draft.tagsIds"),
 		mongox.Index("draftFileId", false, "draft.file.id"),
 		mongox.Index("draftImagesIds", false, "draft.imagesIds"),
-		mongo.IndexModel{Keys: bson.D{{Key: keyField, Value: 1}}, Options: options.Index().SetName(keyField).SetUnique(true).SetSparse(true)},
+		idemstore.KeyIndex(),
 	); err != nil {
 		return err
 	}
@@ -607,8 +607,7 @@ func (s *Store) create(ctx context.Context, id string, key *document.Key, adds d
 }
 
 // keyField holds the Idempotency-Key a document was created under, unique
-// among the documents that have one (sparse: FerretDB 1.x has no partial
-// indexes; a sparse index skips the documents without the field on both).
+// among the documents that have one (idemstore.KeyIndex).
 const keyField = idemstore.KeyField
 
 // keyedDoc is a document with the key it was created under.
