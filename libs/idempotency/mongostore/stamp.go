@@ -30,6 +30,13 @@ func KeyIndex() mongo.IndexModel {
 		Options: options.Index().SetName(KeyField).SetUnique(true).SetSparse(true)}
 }
 
+// ExpiryIndex serves the periodic removal of expired keys (Expired):
+// sparse, the records without a key stay out of it.
+func ExpiryIndex() mongo.IndexModel {
+	return mongo.IndexModel{Keys: bson.D{{Key: expiresAtField, Value: 1}},
+		Options: options.Index().SetName(expiresAtField).SetSparse(true)}
+}
+
 // Stamp is the Idempotency-Key a record was created under, stored inline
 // in the record from its first write on: a retry whose first attempt the
 // database applied, though its answer never reached the service, finds

@@ -258,8 +258,9 @@ type Store interface {
 	// does. A purged document's tombstone is kept while its key lives.
 	Keyed(ctx context.Context, keyID string) (d Document, key Key, creating bool, err error)
 	// DropKey takes the key keyID from the document holding it if the key
-	// expired at or before now.
-	DropKey(ctx context.Context, keyID string, now time.Time) error
+	// expired at or before now, and the document is still at seq with no
+	// write under way (so it cannot undo a write committed meanwhile).
+	DropKey(ctx context.Context, keyID string, seq int64, now time.Time) error
 	// Update changes the document id with fn; ErrNotFound if there is none.
 	// fn returning ErrUnchanged leaves it as it is.
 	Update(ctx context.Context, id string, adds Refs, fn func(*Document) error) (Document, error)

@@ -68,7 +68,7 @@ func (s *Service) createKeyed(ctx context.Context, c *idempotency.Claim, adds Re
 			return Document{}, err
 		case !s.now().Before(hk.ExpiresAt):
 			// The key expired: it no longer stands in the way.
-			if err := s.store.DropKey(ctx, key.ID, s.now()); err != nil {
+			if err := s.store.DropKey(ctx, key.ID, held.Seq, s.now()); err != nil {
 				return Document{}, err
 			}
 		default:

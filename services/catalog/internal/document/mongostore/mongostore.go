@@ -137,7 +137,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("draftTagsIds", false, "draft.tagsIds"),
 		mongox.Index("draftFileId", false, "draft.file.id"),
 		mongox.Index("draftImagesIds", false, "draft.imagesIds"),
-		idemstore.KeyIndex(),
+		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	); err != nil {
 		return err
 	}
@@ -631,10 +631,20 @@ func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, doc
 }
 
 // DropKey implements document.Store.
-func (s *Store) DropKey(ctx context.Context, keyID string, now time.Time) error {
+func (s *Store) DropKey(ctx context.Context, keyID string, seq int64, now time.Time) error {
 	expired := idemstore.Expired(now)
-	expired[keyField] = keyID
+	expired[keyField], expired["seq"], expired["held"] = keyID, seq, absent
 	_, err := s.docs.UpdateOne(ctx, expired, idemstore.Unstamp())
+	return err
+}
+
+// dropExpiredKeys takes the expired Idempotency-Keys off the documents
+// holding no write's hold (as DropKey), so that keys do not stay for
+// ever, nor a lowered retention wait for their stored expiry.
+func (s *Store) dropExpiredKeys(ctx context.Context) error {
+	expired := idemstore.Expired(s.now())
+	expired["held"] = absent
+	_, err := s.docs.UpdateMany(ctx, expired, idemstore.Unstamp())
 	return err
 }
 
@@ -1189,7 +1199,9 @@ func (s *Store) releaseToken(ctx context.Context, token string) {
 // ReleaseStale ends holds older than holdTTL, whose writers died (a crash,
 // a lost connection): documents held go back to what they were, documents
 // being created that never were are removed. Until then the stable point
-// cannot pass them. Idempotent, safe on several replicas.
+// cannot pass them. It also takes expired Idempotency-Keys off documents
+// (dropExpiredKeys); it counts the holds. Idempotent, safe on several
+// replicas.
 func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
 	stale := bson.M{"$lt": s.now().Add(-holdTTL)}
 	// held: the indexed field, so that the job, run every few seconds by
@@ -1203,7 +1215,7 @@ func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
 	if err != nil {
 		return a.DeletedCount, err
 	}
-	return a.DeletedCount + b.ModifiedCount, nil
+	return a.DeletedCount + b.ModifiedCount, s.dropExpiredKeys(ctx)
 }
 
 // byIDs adds the ids to filter: one id as an equality, which the test
