@@ -19,6 +19,7 @@ type Claim struct {
 	// no longer stand in the way of a new request.
 	ExpiresAt time.Time
 	forgotten atomic.Bool
+	taken     atomic.Bool
 }
 
 // Forget says the answer is not the key's outcome (the key was used for
@@ -40,4 +41,16 @@ func WithClaim(ctx context.Context, c *Claim) context.Context {
 func ClaimFrom(ctx context.Context) (*Claim, bool) {
 	c, ok := ctx.Value(claimKey{}).(*Claim)
 	return c, ok
+}
+
+// TakeClaim returns the claim of the request ctx belongs to, as
+// ClaimFrom, to the first write that stores it only: a request that
+// creates several records ties its key to one, not to all of them (the
+// retry would find the first and answer it for every one).
+func TakeClaim(ctx context.Context) (*Claim, bool) {
+	c, ok := ClaimFrom(ctx)
+	if !ok || !c.taken.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	return c, true
 }

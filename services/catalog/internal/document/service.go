@@ -66,7 +66,8 @@ func (s *Service) check(ctx context.Context, in Input, self string, stored []str
 }
 
 // Create validates in and stores a new document. Under an
-// Idempotency-Key (a claim in ctx) the key is stored with it (keyed.go).
+// Idempotency-Key (a claim in ctx no write took yet) the key is stored
+// with it (keyed.go).
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	draft := drafting(in, nil)
 	if _, errs := validate(in); len(errs) > 0 {
@@ -76,7 +77,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		return Document{}, err
 	}
 	fn := s.write(ctx, WhyCreate, s.creating(ctx, in, draft))
-	if c, ok := idempotency.ClaimFrom(ctx); ok {
+	if c, ok := idempotency.TakeClaim(ctx); ok {
 		return s.createKeyed(ctx, c, in.adds(), fn)
 	}
 	return s.store.Create(ctx, NewID(), in.adds(), fn)

@@ -35,7 +35,7 @@ func (s *Service) CreateCategory(ctx context.Context, id, name string) (Category
 	}
 	now := s.now()
 	c := Category{ID: id, Name: name, CreatedAt: now, UpdatedAt: now, Tags: []Tag{}}
-	claim, _ := idempotency.ClaimFrom(ctx)
+	claim, _ := idempotency.TakeClaim(ctx)
 	switch err := s.store.InsertCategory(ctx, c, claim); {
 	case errors.Is(err, ErrMadeBefore):
 		// An earlier attempt of this request made it: that is the answer,
@@ -86,7 +86,7 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 	}
 	now := s.now()
 	t := Tag{ID: id, Name: name, CategoryID: categoryID, CreatedAt: now, UpdatedAt: now}
-	claim, _ := idempotency.ClaimFrom(ctx)
+	claim, _ := idempotency.TakeClaim(ctx)
 	switch err := s.store.InsertTag(ctx, t, claim); {
 	case err == nil:
 		return t, nil
