@@ -12,16 +12,12 @@ import (
 	"github.com/doclib/services/gateway/internal/auth/oidctest"
 )
 
-// TestStartsWhileTheIdentityProviderIsDown runs the gateway with an OIDC
-// issuer that is not there yet, as a pod restarted during an identity
-// provider's outage: it starts, is ready, serves the public routes and
-// the static tokens at once, answers a JWT 503 with Retry-After, and
-// accepts it once the issuer answers.
 // start runs the gateway until t ends (cancelled as SIGTERM does), and
 // returns a channel closed once run has returned, and run's error then.
 // The cleanup waits for run only as long as a shutdown takes, so a test
 // that failed, even after run returned on its own, ends instead of
-// hanging.
+// hanging; it reports run's error unless the test failed already (the
+// test reports an early one itself).
 func start(t *testing.T) (<-chan struct{}, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -34,7 +30,7 @@ func start(t *testing.T) (<-chan struct{}, func() error) {
 		cancel()
 		select {
 		case <-stopped:
-			if err != nil {
+			if err != nil && !t.Failed() {
 				t.Errorf("run: %v", err)
 			}
 		case <-time.After(30 * time.Second):
@@ -44,6 +40,11 @@ func start(t *testing.T) (<-chan struct{}, func() error) {
 	return stopped, func() error { <-stopped; return err }
 }
 
+// TestStartsWhileTheIdentityProviderIsDown runs the gateway with an OIDC
+// issuer that is not there yet, as a pod restarted during an identity
+// provider's outage: it starts, is ready, serves the public routes and
+// the static tokens at once, answers a JWT 503 with Retry-After, and
+// accepts it once the issuer answers.
 func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	is := oidctest.Unstarted(t)
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
