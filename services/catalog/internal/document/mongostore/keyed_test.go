@@ -38,3 +38,32 @@ func TestExpiredKeysAreTakenOffDocuments(t *testing.T) {
 		}
 	}
 }
+
+// A create that died after its placeholder (a keyed one: the key is on
+// it) holds the key: a retry's create collides and finds a placeholder
+// (the service answers 503 outcome_unknown), until the stale-hold job
+// removes it; then the retry creates the document, once.
+func TestALeftPlaceholderHoldsItsKeyUntilReleased(t *testing.T) {
+	t.Parallel()
+	s, ctx := newStore(t), context.Background()
+	key := document.Key{ID: "k", Fingerprint: "f", ExpiresAt: time.Now().Add(time.Hour)}
+	left := bson.M{"_id": "dead", "seq": 0, "pending": deadHold()["pending"], "held": true,
+		"idemKey": key.ID, "idemFingerprint": key.Fingerprint, "idemExpiresAt": key.ExpiresAt}
+	_, err := s.Documents().InsertOne(ctx, left)
+	testkit.Must(t, err, "the placeholder a dead create left")
+	if _, err := s.CreateKeyed(ctx, "retry", key, document.Refs{}, link); !errors.Is(err, document.ErrKeyTaken) {
+		t.Fatalf("the retry's create: %v, want ErrKeyTaken", err)
+	}
+	if d, _, creating, err := s.Keyed(ctx, key.ID); err != nil || !creating || d.ID != "dead" {
+		t.Errorf("Keyed: %s creating %v, %v; want the placeholder, creating", d.ID, creating, err)
+	}
+	s.SetClock(func() time.Time { return time.Now().Add(time.Minute) })
+	if n, err := s.ReleaseStale(ctx); err != nil || n != 1 {
+		t.Errorf("ReleaseStale = %d, %v; want the placeholder removed", n, err)
+	}
+	d, err := s.CreateKeyed(ctx, "retry", key, document.Refs{}, link)
+	testkit.Must(t, err, "the retry after the release")
+	if held, _, creating, err := s.Keyed(ctx, key.ID); err != nil || creating || held.ID != d.ID {
+		t.Errorf("Keyed after the retry: %s creating %v, %v; want %s", held.ID, creating, err, d.ID)
+	}
+}
