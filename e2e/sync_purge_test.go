@@ -13,11 +13,20 @@ import (
 // in it), let V be purged: that cursor answers the next page, not 410,
 // since its client never held V.
 func TestAFirstSyncSpanningAPurgeIsNotExpired(t *testing.T) {
-	st := NewStack(t, map[string][]string{"catalog": {"TRASH_RETENTION=2s"}})
+	// V is purged 5 to 10 s after its deletion (the purge runs every
+	// TRASH_RETENTION): time enough to take the first page before, which
+	// the test checks.
+	st := NewStack(t, map[string][]string{"catalog": {"TRASH_RETENTION=5s"}})
 	start := time.Now()
-	ids := st.seedLinks(1002, 6)
+	ids := st.seedLinks(1001, 6)
+	// V last, without an Idempotency-Key: a purged document created under
+	// a live key keeps its tombstone while the key lives (the key's retry
+	// must find it), so the sweep, and the horizon, would pass it only then.
+	var vd docJSON
+	st.Must("POST", "/bo/documents", `{"type":"LINK","title":"V","url":"https://x.org/v"}`, 201).JSON(t, &vd)
+	v := vd.ID
+	ids = append(ids, v)
 	t.Logf("seeded %d documents in %s", len(ids), time.Since(start).Round(time.Millisecond))
-	v := ids[len(ids)-1]
 	// A client that synced everything holds V: its cursor is the control,
 	// 410 once V is purged.
 	holder := st.syncAll()
@@ -31,6 +40,14 @@ func TestAFirstSyncSpanningAPurgeIsNotExpired(t *testing.T) {
 		if d.ID == v {
 			t.Fatalf("the first page holds the deleted document %s", v)
 		}
+	}
+	// Else the test proves nothing: the first page would be taken after
+	// the purge.
+	var detail docJSON
+	if r := st.BO("GET", "/bo/documents/"+v+"/detail", nil); r.Status != 200 {
+		t.Fatalf("V right after the first page: %d %s; want 200, deleted but not purged yet", r.Status, r.Body)
+	} else if r.JSON(t, &detail); detail.IsDeleted == nil || !*detail.IsDeleted {
+		t.Fatalf("V right after the first page: %s; want isDeleted", r.Body)
 	}
 	Eventually(t, 20*time.Second, "the deleted document is purged", func() bool {
 		return st.BO("GET", "/bo/documents/"+v+"/detail", nil).Status == 404
@@ -77,19 +94,23 @@ func (st *Stack) seedLinks(n, workers int) []string {
 	create := func(i int) (string, error) {
 		body := fmt.Sprintf(`{"type":"LINK","title":"seeded %d","url":"https://x.org/%d"}`, i, i)
 		key := fmt.Sprintf("seed-%d-%d", time.Now().UnixNano(), i)
-		for attempt := 0; attempt < 20; attempt++ {
-			r := st.BO("POST", "/bo/documents", body, "Idempotency-Key", key)
-			if r.Status == 201 {
+		// A minute and more: a create whose commit timed out under load can
+		// leave its placeholder, which holds the key (503) until the
+		// stale-hold job removes it (30 s and up to 5 s more).
+		var last Response
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
+			last = st.BO("POST", "/bo/documents", body, "Idempotency-Key", key)
+			if last.Status == 201 {
 				var d docJSON
-				r.JSON(st.t, &d)
+				last.JSON(st.t, &d)
 				return d.ID, nil
 			}
-			if r.Status < 500 && r.Status != 409 {
-				return "", fmt.Errorf("create %d: %d %s", i, r.Status, r.Body)
+			if last.Status < 500 && last.Status != 409 {
+				return "", fmt.Errorf("create %d: %d %s", i, last.Status, last.Body)
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond)
 		}
-		return "", fmt.Errorf("create %d: no 201 after 20 attempts", i)
+		return "", fmt.Errorf("create %d: no 201 within 90 s; last %d %s", i, last.Status, last.Body)
 	}
 	ids := make([]string, n)
 	// The first write creates the catalog's sequence counter: alone.
