@@ -29,6 +29,12 @@ const (
 	CodeReused   = "idempotency_key_reused"
 )
 
+// Reused is the answer to a key used for another request: 422.
+func Reused() *problem.Problem {
+	return problem.New(http.StatusUnprocessableEntity, CodeReused,
+		"this Idempotency-Key was used for another request (another path or body); use a new key for a new request")
+}
+
 // DefaultRetention is how long a key is kept by default.
 const DefaultRetention = 24 * time.Hour
 
@@ -89,6 +95,7 @@ type attempt struct {
 	fp        *Fingerprinter
 	streamed  bool
 	body      *digestBody // a streamed body
+	claim     *Claim      // the handler's view of the key (not streamed)
 }
 
 func (a *attempt) run() {
@@ -124,6 +131,11 @@ func (a *attempt) run() {
 	case !claimed:
 		a.answerHeld(existing)
 	default:
+		if !a.streamed {
+			a.claim = &Claim{ID: a.id, Fingerprint: fingerprint, ExpiresAt: rec.ExpiresAt}
+			r = r.WithContext(WithClaim(r.Context(), a.claim))
+			a.c.Request = r
+		}
 		a.runFirst()
 	}
 }
@@ -148,8 +160,7 @@ func (a *attempt) answerHeld(existing Record) {
 			"a request with this Idempotency-Key is still being processed; retry it once that one has been answered").
 			With("Retry-After", strconv.Itoa(min(wait, 5))))
 	case Mismatch:
-		httpx.Fail(a.c, problem.New(http.StatusUnprocessableEntity, CodeReused,
-			"this Idempotency-Key was used for another request (another path or body); use a new key for a new request"))
+		httpx.Fail(a.c, Reused())
 	case Replay:
 		h := a.c.Writer.Header()
 		for k, vs := range existing.Response.Header {
@@ -181,15 +192,17 @@ func (a *attempt) runFirst() {
 
 // finish stores the outcome, or lets the key go: an answer of 500 or more
 // (nothing changed, or the outcome is unknown: either way a retry must be
-// able to run), a client gone, or a streamed body not read to its end
-// (its fingerprint is unknown).
+// able to run), a client gone, a streamed body not read to its end (its
+// fingerprint is unknown), or an answer the handler said is not the key's
+// (Claim.Forget).
 func (a *attempt) finish(buf *bufferedWriter) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.c.Request.Context()), finishTimeout)
 	defer cancel()
 	status := buf.Status()
 	var err error
 	switch {
-	case status >= 500 || status == httpx.StatusClientClosedRequest || (a.streamed && !a.body.eof):
+	case status >= 500 || status == httpx.StatusClientClosedRequest || (a.streamed && !a.body.eof) ||
+		(a.claim != nil && a.claim.forgotten.Load()):
 		err = a.cfg.Store.Release(ctx, a.id, a.owner)
 	default:
 		res := Response{Status: status, Header: http.Header{}, Body: bytes.Clone(buf.body.Bytes())}

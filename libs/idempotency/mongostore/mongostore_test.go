@@ -2,6 +2,7 @@ package mongostore_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,13 +31,22 @@ type server struct {
 	runs    atomic.Int64
 	release chan struct{} // when set, a run waits for it
 	fail    atomic.Bool   // a run answers 503
+	claims  chan string   // what each run found of its key (claimOf)
+}
+
+// claimOf describes the claim a handler found, for a test to compare.
+func claimOf(c *idempotency.Claim, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprintf("id=%t fingerprint=%t expires=%t", c.ID != "", c.Fingerprint != "", time.Until(c.ExpiresAt) > time.Hour)
 }
 
 func newServer(t *testing.T) *server {
 	t.Helper()
 	store, err := mongostore.New(context.Background(), testkit.Mongo(t))
 	testkit.Must(t, err, "store")
-	s := &server{}
+	s := &server{claims: make(chan string, 100)}
 	e := httpx.NewEngine("test", testkit.Logger(t))
 	e.Use(func(c *gin.Context) {
 		c.Request = c.Request.WithContext(identity.With(c.Request.Context(), identity.Caller{Name: c.GetHeader("X-Caller"), Role: identity.Editor}))
@@ -44,6 +54,13 @@ func newServer(t *testing.T) *server {
 		Streamed: func(r *http.Request) bool { return strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") }}))
 	e.POST("/bo/things", func(c *gin.Context) {
 		body, _ := io.ReadAll(c.Request.Body)
+		claim, claimed := idempotency.ClaimFrom(c.Request.Context())
+		s.claims <- claimOf(claim, claimed)
+		if claimed && string(body) == "forget" {
+			claim.Forget()
+			httpx.Fail(c, idempotency.Reused())
+			return
+		}
 		n := s.runs.Add(1)
 		if s.release != nil {
 			<-s.release
@@ -153,4 +170,29 @@ func testkitEventually(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met within 10 s")
+}
+
+// A handler that ran holding its key finds the claim (scoped id, the
+// request's fingerprint, the key's expiry) unless its body streams; one
+// that calls Forget has its answer not kept: the key is let go, and the
+// next request with it runs (here, the first request's own retry).
+func TestAHandlerFindsItsClaimAndCanLetTheKeyGo(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	for i, ct := range []string{"application/json", "multipart/form-data; boundary=b"} {
+		want := []string{"id=true fingerprint=true expires=true", "none"}[i]
+		if a := s.post(t, "alice", fmt.Sprintf(`"c-%d"`, i), ct, "one"); a.status != 201 {
+			t.Fatalf("%s: %d %s", ct, a.status, a.body)
+		}
+		if got := <-s.claims; got != want {
+			t.Errorf("%s: the handler found %q, want %q", ct, got, want)
+		}
+	}
+	if a := s.post(t, "alice", `"f"`, "application/json", "forget"); a.status != 422 {
+		t.Fatalf("a forgotten answer: %d %s, want the handler's 422", a.status, a.body)
+	}
+	<-s.claims
+	if a := s.post(t, "alice", `"f"`, "application/json", "one"); a.status != 201 {
+		t.Errorf("another body after a forgotten answer: %d %s, want 201 (the key was let go, not kept with the 422)", a.status, a.body)
+	}
 }

@@ -123,13 +123,19 @@ func ETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + 
 
 // ParseIfMatch reads an If-Match header: the versions it names, or nil for
 // "*". A tag this service did not make names no version (-1): it matches
-// nothing, so the write is refused rather than made blindly.
+// nothing, so the write is refused rather than made blindly. So does a
+// weak tag (W/"..."): If-Match uses the strong comparison (RFC 9110
+// §13.1.1), which a weak tag never passes.
 func ParseIfMatch(header string) []int64 {
 	var out []int64
 	for _, tag := range strings.Split(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		tag = strings.TrimSpace(tag)
 		if tag == "*" {
 			return nil
+		}
+		if strings.HasPrefix(tag, "W/") {
+			out = append(out, -1)
+			continue
 		}
 		// The detail's tag may carry a digest after the version ("12.ab").
 		tag = strings.Trim(tag, `"`)
@@ -153,7 +159,8 @@ func (s *Service) write(ctx context.Context, why string, fn func(*Document) erro
 }
 
 // revisionBatch is the editorial record of a write of many documents at
-// once (a tag deletion): one time for all of them, and the revisions of
+// once (a tag deletion): one time per round for all of them (at, set when
+// the round holds its documents), and the revisions of
 // the states they start from, stored together by flush before the store
 // commits (the store calls it once per round), so the write costs a
 // bounded number of database operations whatever the number of documents.
@@ -193,7 +200,12 @@ func (s *Service) record(ctx context.Context, why string, batch *revisionBatch, 
 		at := s.now()
 		switch {
 		case batch != nil:
+			// The batch's time, unless this document's last change is not
+			// before it (another replica's clock ahead): then just after.
 			at = batch.at
+			if !before.Change.At.Before(at) {
+				at = before.Change.At.Add(time.Millisecond)
+			}
 			if before.RevisionPending {
 				batch.revs = append(batch.revs, revisionOf(before))
 			}

@@ -83,7 +83,8 @@ func TestIfMatch(t *testing.T) {
 	if got.Title != "two" || got.IsDeleted || got.Version != 2 {
 		t.Errorf("after refused writes: %+v", got)
 	}
-	if v := document.ParseIfMatch(`W/"2.abc-gzip", "7"`); !slices.Equal(v, []int64{2, 7}) {
+	// A weak tag never matches (the strong comparison, RFC 9110 §13.1.1).
+	if v := document.ParseIfMatch(`W/"2.abc-gzip", "7", "3.abc-gzip"`); !slices.Equal(v, []int64{-1, 7, 3}) {
 		t.Errorf("ParseIfMatch = %v", v)
 	}
 	if v := document.ParseIfMatch(`*`); v != nil {

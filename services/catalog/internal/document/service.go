@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/identity"
 )
 
@@ -64,7 +65,9 @@ func (s *Service) check(ctx context.Context, in Input, self string, stored []str
 	return d, sc, nil
 }
 
-// Create validates in and stores a new document.
+// Create validates in and stores a new document. Under an
+// Idempotency-Key (a claim in ctx no write took yet) the key is stored
+// with it (keyed.go).
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	draft := drafting(in, nil)
 	if _, errs := validate(in); len(errs) > 0 {
@@ -73,7 +76,16 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		_, _, err := s.check(ctx, in, "", nil, draft)
 		return Document{}, err
 	}
-	d, err := s.store.Create(ctx, NewID(), in.adds(), s.write(ctx, WhyCreate, func(nd *Document) error {
+	fn := s.write(ctx, WhyCreate, s.creating(ctx, in, draft))
+	if c, ok := idempotency.TakeClaim(ctx); ok {
+		return s.createKeyed(ctx, c, in.adds(), fn)
+	}
+	return s.store.Create(ctx, NewID(), in.adds(), fn)
+}
+
+// creating makes a new document from in.
+func (s *Service) creating(ctx context.Context, in Input, draft bool) func(*Document) error {
+	return func(nd *Document) error {
 		checked, sc, err := s.check(ctx, in, "", nil, draft)
 		if err != nil {
 			return err
@@ -91,8 +103,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		}
 		*nd = checked
 		return nil
-	}))
-	return d, err
+	}
 }
 
 // Update replaces a live document's fields with the full variant body in;
@@ -177,14 +188,19 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 		return nil, nil
 	}
 	var live map[string]time.Time
+	// One change time and one insert of revisions per round for every
+	// document: the store writes the documents that only lose the tags
+	// with one update. The time is the round's, taken once it holds its
+	// documents (look runs then), so it comes after any write a document
+	// waited for (record keeps each document's change times moving
+	// forward).
+	batch := &revisionBatch{}
 	look := func(ctx context.Context) error {
+		batch.at = s.now()
 		var err error
 		live, err = s.liveAgain(ctx, ids)
 		return err
 	}
-	// One change time and one insert of revisions for every document: the
-	// store writes the documents that only lose the tags with one update.
-	batch := &revisionBatch{at: s.now()}
 	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.record(ctx, whyEvent+events.TagDeleted, batch, func(d *Document) error {
 		dropped := dropDeletedTags(d, ids, live)
 		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {

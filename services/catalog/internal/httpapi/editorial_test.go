@@ -177,6 +177,25 @@ func TestIfMatchOnEveryWrite(t *testing.T) {
 	r.must("POST", "/bo/documents/"+d.ID+"/restore", "", 200) // no If-Match: as before
 }
 
+// If-Match uses the strong comparison (RFC 9110 §13.1.1): a weak tag
+// naming the current version never matches, so the write is 412 and
+// changes nothing; the same tag without W/ matches.
+func TestAWeakIfMatchNeverMatches(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	d := r.create(linkBody("one", ""))
+	etag := r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).hdr.Get("ETag")
+	for _, tag := range []string{"W/" + etag, "W/" + etag + `, "garbage"`} {
+		if a := r.do("PATCH", "/bo/documents/"+d.ID, linkBody("two", ""), "If-Match", tag); a.code != 412 || a.problemCode(t) != "precondition_failed" {
+			t.Errorf("PATCH with If-Match: %s = %d %s, want 412 precondition_failed", tag, a.code, a.body)
+		}
+	}
+	if a := r.do("DELETE", "/bo/documents/"+d.ID, "", "If-Match", "W/"+etag); a.code != 412 {
+		t.Errorf("DELETE with a weak If-Match = %d %s, want 412", a.code, a.body)
+	}
+	r.must("PATCH", "/bo/documents/"+d.ID, linkBody("two", ""), 200, "If-Match", etag)
+}
+
 func TestDraftsAreNeverPublic(t *testing.T) {
 	t.Parallel()
 	r := newReplica(t, testkit.Mongo(t), newWorld())

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/rendering"
@@ -293,6 +294,9 @@ func fail(c *gin.Context, err error) {
 		if p := editorialProblem(err, id); p != nil {
 			return p
 		}
+		if p := keyProblem(c, err); p != nil {
+			return p
+		}
 		var unavailable *document.UnavailableError
 		switch {
 		case errors.Is(err, document.ErrNotFound):
@@ -321,4 +325,36 @@ func fail(c *gin.Context, err error) {
 		}
 		return problem.Common(err, "catalog database", mongox.IsUnavailable)
 	})
+}
+
+// keyProblem is the problem of a create whose Idempotency-Key made a
+// document before (keyed.go), nil for another err. Its 4xx answers are
+// not kept as the key's outcome (Claim.Forget): they say what the key's
+// document is now, or that the key was the first request's.
+func keyProblem(c *gin.Context, err error) *problem.Problem {
+	var deleted *document.KeyDeletedError
+	switch {
+	case errors.Is(err, document.ErrKeyReused):
+		forget(c)
+		return idempotency.Reused()
+	case errors.As(err, &deleted):
+		forget(c)
+		where := "it is in the trash: restore it to have it back"
+		if deleted.Purged {
+			where = "it was purged from the trash"
+		}
+		return problem.Conflict("created_document_deleted", fmt.Sprintf(
+			"an earlier attempt of this request created document '%s', deleted since (%s); it is not created again: send a new Idempotency-Key for a new document", deleted.ID, where))
+	case errors.Is(err, document.ErrKeyPending):
+		return problem.New(http.StatusServiceUnavailable, "outcome_unknown",
+			"a request with this Idempotency-Key is still being written, or its outcome is not known yet; send it again shortly").With("Retry-After", "5")
+	}
+	return nil
+}
+
+// forget lets the request's key go instead of keeping its answer.
+func forget(c *gin.Context) {
+	if claim, ok := idempotency.ClaimFrom(c); ok {
+		claim.Forget()
+	}
 }

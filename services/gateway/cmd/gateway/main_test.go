@@ -12,6 +12,34 @@ import (
 	"github.com/doclib/services/gateway/internal/auth/oidctest"
 )
 
+// start runs the gateway until t ends (cancelled as SIGTERM does), and
+// returns a channel closed once run has returned, and run's error then.
+// The cleanup waits for run only as long as a shutdown takes, so a test
+// that failed, even after run returned on its own, ends instead of
+// hanging; it reports run's error unless the test failed already (the
+// test reports an early one itself).
+func start(t *testing.T) (<-chan struct{}, func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	var err error
+	go func() {
+		defer close(stopped)
+		err = run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-stopped:
+			if err != nil && !t.Failed() {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("run has not returned 30 s after its context was cancelled")
+		}
+	})
+	return stopped, func() error { <-stopped; return err }
+}
+
 // TestStartsWhileTheIdentityProviderIsDown runs the gateway with an OIDC
 // issuer that is not there yet, as a pod restarted during an identity
 // provider's outage: it starts, is ready, serves the public routes and
@@ -42,15 +70,7 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
-	defer func() {
-		cancel() // as SIGTERM does: run shuts down and returns
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	}()
+	stopped, runErr := start(t)
 
 	get := func(url, authorization string) *http.Response {
 		t.Helper()
@@ -71,8 +91,8 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for res := get("http://"+admin+"/readyz", ""); res == nil || res.StatusCode != 200; res = get("http://"+admin+"/readyz", "") {
 		select {
-		case err := <-done:
-			t.Fatalf("the gateway stopped with the issuer down: %v", err)
+		case <-stopped:
+			t.Fatalf("the gateway stopped with the issuer down: %v", runErr())
 		default:
 		}
 		if time.Now().After(deadline) {

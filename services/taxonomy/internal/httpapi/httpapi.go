@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/lookup"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
@@ -228,6 +229,11 @@ func fail(c *gin.Context, err error) {
 		case errors.Is(err, tag.ErrTagNotFound):
 			return problem.NotFound(fmt.Sprintf("there is no tag '%s'", id))
 		case errors.Is(err, tag.ErrDuplicateID):
+			if claim, ok := idempotency.ClaimFrom(c); ok {
+				// Not kept as the key's outcome: a retry asks again (a
+				// record made before this service stamped its key, for one).
+				claim.Forget()
+			}
 			p := problem.Conflict("conflict", "the id is already used")
 			p.Errors = []problem.FieldError{{Field: "id", Message: "is already used"}}
 			return p

@@ -2,8 +2,10 @@ package tag
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/validation"
 )
 
@@ -33,7 +35,13 @@ func (s *Service) CreateCategory(ctx context.Context, id, name string) (Category
 	}
 	now := s.now()
 	c := Category{ID: id, Name: name, CreatedAt: now, UpdatedAt: now, Tags: []Tag{}}
-	if err := s.store.InsertCategory(ctx, c); err != nil {
+	claim, _ := idempotency.TakeClaim(ctx)
+	switch err := s.store.InsertCategory(ctx, c, claim); {
+	case errors.Is(err, ErrMadeBefore):
+		// An earlier attempt of this request made it: that is the answer,
+		// as it is now (its own answer was lost).
+		return s.store.Category(ctx, id)
+	case err != nil:
 		return Category{}, err
 	}
 	return c, nil
@@ -78,10 +86,13 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 	}
 	now := s.now()
 	t := Tag{ID: id, Name: name, CategoryID: categoryID, CreatedAt: now, UpdatedAt: now}
-	switch err := s.store.InsertTag(ctx, t); err {
-	case nil:
+	claim, _ := idempotency.TakeClaim(ctx)
+	switch err := s.store.InsertTag(ctx, t, claim); {
+	case err == nil:
 		return t, nil
-	case ErrCategoryNotFound: // deleted in the meantime
+	case errors.Is(err, ErrMadeBefore): // as CreateCategory
+		return s.store.Tag(ctx, id)
+	case errors.Is(err, ErrCategoryNotFound): // deleted in the meantime
 		return Tag{}, validation.Errors{{Field: "categoryId", Message: "unknown category '" + categoryID + "'"}}
 	default:
 		return Tag{}, err

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/validation"
 )
 
@@ -39,6 +40,10 @@ var (
 	ErrTagNotFound      = errors.New("tag not found")
 	ErrDuplicateID      = errors.New("id already used")
 	ErrDuplicateName    = errors.New("name already used")
+	// ErrMadeBefore is a store's answer to a keyed insert whose id is held
+	// by the record an earlier attempt of the same request made (the
+	// database applied it though its answer was lost).
+	ErrMadeBefore = errors.New("made by an earlier attempt of this request")
 )
 
 // Store persists categories and tags. Lists come in creation order; deleted
@@ -48,7 +53,10 @@ var (
 type Store interface {
 	Categories(ctx context.Context) ([]Category, error)
 	Category(ctx context.Context, id string) (Category, error)
-	InsertCategory(ctx context.Context, c Category) error
+	// InsertCategory stores c, stamped with key (nil: none), the
+	// Idempotency-Key of the request creating it; ErrMadeBefore when c's
+	// id is held by a live category that key made for the same request.
+	InsertCategory(ctx context.Context, c Category, key *idempotency.Claim) error
 	RenameCategory(ctx context.Context, id, name string, at time.Time) (Category, error)
 	// DeleteCategory deletes the category and all its tags, recording a
 	// category event and one tag event per tag.
@@ -57,9 +65,10 @@ type Store interface {
 	Tag(ctx context.Context, id string) (Tag, error)
 	// Tags returns the tags among ids that exist, in no particular order.
 	Tags(ctx context.Context, ids []string) ([]Tag, error)
-	// InsertTag stores t; ErrCategoryNotFound if its category does not exist
-	// (or was deleted while t was being stored).
-	InsertTag(ctx context.Context, t Tag) error
+	// InsertTag stores t, stamped with key as InsertCategory does;
+	// ErrCategoryNotFound if its category does not exist (or was deleted
+	// while t was being stored).
+	InsertTag(ctx context.Context, t Tag, key *idempotency.Claim) error
 	RenameTag(ctx context.Context, id, name string, at time.Time) (Tag, error)
 	// DeleteTag deletes the tag, recording a tag event.
 	DeleteTag(ctx context.Context, id string, at time.Time) error

@@ -59,6 +59,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/doclib/libs/events"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/catalog/internal/document"
@@ -136,6 +137,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("draftTagsIds", false, "draft.tagsIds"),
 		mongox.Index("draftFileId", false, "draft.file.id"),
 		mongox.Index("draftImagesIds", false, "draft.imagesIds"),
+		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	); err != nil {
 		return err
 	}
@@ -426,7 +428,8 @@ func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]str
 	return decodeIDs(ctx, cur)
 }
 
-// Sweep removes for good the tombstones of purged documents whose
+// Sweep removes for good the tombstones of purged documents (whose
+// Idempotency-Key, if any, expired) whose
 // event is published: it first raises the horizon to their DeletedSeq
 // (and moves the counter, so that replicas read it), then deletes them, so
 // a sync cursor that could miss their removal is expired before they are
@@ -434,8 +437,11 @@ func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]str
 // idempotent and safe on several replicas (the relay runs it after
 // publishing).
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$or": bson.A{
-		bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0},
+	// A tombstone whose Idempotency-Key lives stays: the key's retry must
+	// find it, not create the document again (keyed.go).
+	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$and": bson.A{
+		bson.M{"$or": bson.A{bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0}}},
+		idemstore.Unstamped(time.Now()),
 	}}
 	cur, err := s.docs.Find(ctx, published, options.Find().SetProjection(bson.M{"_id": 1, "deletedSeq": 1}).SetLimit(500))
 	if err != nil {
@@ -550,9 +556,29 @@ func (s *Store) hold(adds document.Refs) holdDoc {
 
 // Create implements document.Store.
 func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	return s.create(ctx, id, nil, adds, fn)
+}
+
+// CreateKeyed implements document.Store (keyed.go).
+func (s *Store) CreateKeyed(ctx context.Context, id string, key document.Key, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	return s.create(ctx, id, &key, adds, fn)
+}
+
+// create inserts the placeholder of id (with key, if any, under the
+// unique index idemKey: it collides with the document an earlier attempt
+// made, even one committed after its answer was lost), then commits fn's
+// document into it. The commit's $set leaves the key in place.
+func (s *Store) create(ctx context.Context, id string, key *document.Key, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
 	for attempt := 0; ; attempt++ {
 		h := s.hold(adds)
-		if _, err := s.docs.InsertOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}); err != nil {
+		placeholder := bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}
+		if key != nil {
+			idemstore.Stamp{Key: key.ID, Fingerprint: key.Fingerprint, ExpiresAt: key.ExpiresAt}.Into(placeholder)
+		}
+		if _, err := s.docs.InsertOne(ctx, placeholder); err != nil {
+			if key != nil && mongo.IsDuplicateKeyError(err) {
+				return document.Document{}, document.ErrKeyTaken
+			}
 			return document.Document{}, err
 		}
 		d := document.Document{ID: id}
@@ -578,6 +604,48 @@ func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn fu
 			return document.Document{}, document.ErrConflict
 		}
 	}
+}
+
+// keyField holds the Idempotency-Key a document was created under, unique
+// among the documents that have one (idemstore.KeyIndex).
+const keyField = idemstore.KeyField
+
+// keyedDoc is a document with the key it was created under.
+type keyedDoc struct {
+	Doc   doc             `bson:",inline"`
+	Stamp idemstore.Stamp `bson:",inline"`
+}
+
+// Keyed implements document.Store.
+func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, document.Key, bool, error) {
+	var d keyedDoc
+	err := s.docs.FindOne(ctx, bson.M{keyField: keyID}, options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return document.Document{}, document.Key{}, false, document.ErrNotFound
+	}
+	if err != nil {
+		return document.Document{}, document.Key{}, false, err
+	}
+	key := document.Key{ID: keyID, Fingerprint: d.Stamp.Fingerprint, ExpiresAt: d.Stamp.ExpiresAt}
+	return d.Doc.domain(), key, d.Doc.Seq == 0, nil
+}
+
+// DropKey implements document.Store.
+func (s *Store) DropKey(ctx context.Context, keyID string, seq int64, now time.Time) error {
+	expired := idemstore.Expired(now)
+	expired[keyField], expired["seq"], expired["held"] = keyID, seq, absent
+	_, err := s.docs.UpdateOne(ctx, expired, idemstore.Unstamp())
+	return err
+}
+
+// dropExpiredKeys takes the expired Idempotency-Keys off the documents
+// holding no write's hold (as DropKey), so that keys do not stay for
+// ever, nor a lowered retention wait for their stored expiry.
+func (s *Store) dropExpiredKeys(ctx context.Context) error {
+	expired := idemstore.Expired(s.now())
+	expired["held"] = absent
+	_, err := s.docs.UpdateMany(ctx, expired, idemstore.Unstamp())
+	return err
 }
 
 // abandon removes a document being created whose write failed.
@@ -886,10 +954,16 @@ func (s *Store) models(ctx context.Context, token string, seq int64, changes []c
 		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update))
 	}
 	for _, key := range order {
-		models = append(models, groups[key].model(token, seq))
+		models = append(models, groups[key].models(token, seq)...)
 	}
 	return models, nil
 }
+
+// idChunk bounds the ids one statement names: a statement must stay under
+// MongoDB's 16 MB, which a tag deletion's grouped update passed at about
+// 480,000 documents (a 22-character id takes 34 bytes in $in's array).
+// 10,000 ids are about 0.35 MB.
+const idChunk = 10000
 
 // tagDrop is documents whose change only removes tags (from the live
 // version, the pending changes or both) and, as every write since
@@ -928,12 +1002,12 @@ func appendSince(list []tagSinceDoc, tags []string, since map[string]time.Time) 
 	return list
 }
 
-// model pulls the tags, and the entries of tagSince that name them (the
+// models pull the tags, and the entries of tagSince that name them (the
 // exact values read: $pull with a condition is not in the test database),
 // from each document of the group that token holds, as the change's
 // commit (updateOf) would: new seq, next version, the change record, hold
-// ended, UpdatedAt kept.
-func (g *tagDrop) model(token string, seq int64) mongo.WriteModel {
+// ended, UpdatedAt kept; one statement per idChunk ids.
+func (g *tagDrop) models(token string, seq int64) []mongo.WriteModel {
 	pull := bson.M{}
 	if len(g.tags) > 0 {
 		pull["tagsIds"] = g.tags
@@ -958,9 +1032,13 @@ func (g *tagDrop) model(token string, seq int64) mongo.WriteModel {
 	if g.version {
 		update["$inc"] = bson.M{"version": int64(1)}
 	}
-	return mongo.NewUpdateManyModel().
-		SetFilter(bson.M{"_id": bson.M{"$in": g.ids}, "pending.token": token}).
-		SetUpdate(update)
+	var models []mongo.WriteModel
+	for ids := range slices.Chunk(g.ids, idChunk) {
+		models = append(models, mongo.NewUpdateManyModel().
+			SetFilter(bson.M{"_id": bson.M{"$in": ids}, "pending.token": token}).
+			SetUpdate(update))
+	}
+	return models
 }
 
 // tagDropOf returns the group of a change that is before less some of its
@@ -1026,13 +1104,15 @@ func withoutTags(d *document.Document, tags []string, afterSince map[string]time
 
 // at returns which of ids are at seq.
 func (s *Store) at(ctx context.Context, ids []string, seq int64) (map[string]bool, error) {
-	got, err := s.ids(ctx, bson.M{"_id": bson.M{"$in": ids}, "seq": seq})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(got))
-	for _, id := range got {
-		out[id] = true
+	out := make(map[string]bool, len(ids))
+	for chunk := range slices.Chunk(ids, idChunk) {
+		got, err := s.ids(ctx, bson.M{"_id": bson.M{"$in": chunk}, "seq": seq})
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range got {
+			out[id] = true
+		}
 	}
 	return out, nil
 }
@@ -1097,9 +1177,12 @@ func (s *Store) updateOf(ctx context.Context, before, after document.Document) (
 func (s *Store) release(ctx context.Context, ids []string, token string) {
 	ctx, cancel := cleanup(ctx)
 	defer cancel()
-	if _, err := s.docs.UpdateMany(ctx, byIDs(ids, bson.M{"pending.token": token}),
-		bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
-		s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", ids, "error", err)
+	for chunk := range slices.Chunk(ids, idChunk) {
+		if _, err := s.docs.UpdateMany(ctx, byIDs(chunk, bson.M{"pending.token": token}),
+			bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
+			s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", len(ids), "error", err)
+			return
+		}
 	}
 }
 
@@ -1116,7 +1199,9 @@ func (s *Store) releaseToken(ctx context.Context, token string) {
 // ReleaseStale ends holds older than holdTTL, whose writers died (a crash,
 // a lost connection): documents held go back to what they were, documents
 // being created that never were are removed. Until then the stable point
-// cannot pass them. Idempotent, safe on several replicas.
+// cannot pass them. It also takes expired Idempotency-Keys off documents
+// (dropExpiredKeys); it counts the holds. Idempotent, safe on several
+// replicas.
 func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
 	stale := bson.M{"$lt": s.now().Add(-holdTTL)}
 	// held: the indexed field, so that the job, run every few seconds by
@@ -1130,7 +1215,7 @@ func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
 	if err != nil {
 		return a.DeletedCount, err
 	}
-	return a.DeletedCount + b.ModifiedCount, nil
+	return a.DeletedCount + b.ModifiedCount, s.dropExpiredKeys(ctx)
 }
 
 // byIDs adds the ids to filter: one id as an equality, which the test

@@ -22,6 +22,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/idempotency"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -85,6 +87,8 @@ type categoryDoc struct {
 	UpdatedAt time.Time     `bson:"updatedAt"`
 	DeletedAt *time.Time    `bson:"deletedAt,omitempty"`
 	DeletedID string        `bson:"deletedId,omitempty"`
+	// Stamp is the Idempotency-Key the category was created under.
+	Stamp idemstore.Stamp `bson:",inline"`
 }
 
 type tagDoc struct {
@@ -99,6 +103,8 @@ type tagDoc struct {
 	UpdatedAt   time.Time     `bson:"updatedAt"`
 	DeletedAt   *time.Time    `bson:"deletedAt,omitempty"`
 	DeletedID   string        `bson:"deletedId,omitempty"`
+	// Stamp is the Idempotency-Key the tag was created under.
+	Stamp idemstore.Stamp `bson:",inline"`
 }
 
 func (d categoryDoc) domain() tag.Category {
@@ -181,24 +187,31 @@ func (s *Store) withTags(ctx context.Context, c categoryDoc) (tag.Category, erro
 }
 
 // InsertCategory implements tag.Store.
-func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
+func (s *Store) InsertCategory(ctx context.Context, c tag.Category, key *idempotency.Claim) error {
 	doc := categoryDoc{
 		OID: bson.NewObjectID(), ID: c.ID, Name: c.Name, NameKey: tag.NameKey(c.Name),
-		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Stamp: idemstore.StampOf(key),
 	}
 	defer s.rev.Bump(ctx)
 	_, err := s.categories.InsertOne(ctx, doc)
 	if mongo.IsDuplicateKeyError(err) {
-		return s.whichDuplicate(ctx, s.categories, c.ID, err)
+		return s.whichDuplicate(ctx, s.categories, c.ID, key, err)
 	}
 	return err
 }
 
 // whichDuplicate tells a taken id from a taken name after a unique-index
-// violation. MongoDB names the index's keys in the error (keyPattern);
-// the development database (FerretDB) does not, so then the store asks
-// whether the id is taken.
-func (s *Store) whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, err error) error {
+// violation, or the record key made for the same request (ErrMadeBefore:
+// its id and name collide, whichever the error names). MongoDB names the
+// index's keys in the error (keyPattern); the development database
+// (FerretDB) does not, so then the store asks whether the id is taken.
+func (s *Store) whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, key *idempotency.Claim, err error) error {
+	if key != nil {
+		var held idemstore.Stamp
+		if coll.FindOne(ctx, liveByID(id)).Decode(&held) == nil && held.Made(key, time.Now()) {
+			return tag.ErrMadeBefore
+		}
+	}
 	var we mongo.WriteException
 	if errors.As(err, &we) {
 		for _, e := range we.WriteErrors {
@@ -365,7 +378,7 @@ func (s *Store) Tags(ctx context.Context, ids []string) ([]tag.Tag, error) {
 // InsertTag implements tag.Store. The category is checked again after the
 // insert: a category deleted in between would otherwise leave a tag its
 // deletion did not see.
-func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
+func (s *Store) InsertTag(ctx context.Context, t tag.Tag, key *idempotency.Claim) error {
 	c, err := s.category(ctx, t.CategoryID)
 	if err != nil {
 		return err
@@ -373,11 +386,12 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
 	doc := tagDoc{
 		OID: bson.NewObjectID(), ID: t.ID, Name: t.Name, NameKey: tag.NameKey(t.Name),
 		CategoryID: t.CategoryID, CategoryRef: c.OID, Seq: seq(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Stamp: idemstore.StampOf(key),
 	}
 	defer s.rev.Bump(ctx)
 	if _, err := s.tags.InsertOne(ctx, doc); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
-			return s.whichDuplicate(ctx, s.tags, t.ID, err)
+			return s.whichDuplicate(ctx, s.tags, t.ID, key, err)
 		}
 		return err
 	}

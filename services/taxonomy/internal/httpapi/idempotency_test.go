@@ -1,0 +1,91 @@
+package httpapi_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
+	idemstore "github.com/doclib/libs/idempotency/mongostore"
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/taxonomy/internal/httpapi"
+	"github.com/doclib/services/taxonomy/internal/tag"
+	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
+)
+
+// lossy is a store whose first insert is applied by the database but its
+// answer lost: the service sees the write time out.
+type lossy struct {
+	tag.Store
+	lost atomic.Bool
+}
+
+func (s *lossy) lose(err error) error {
+	if err == nil && s.lost.CompareAndSwap(false, true) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+func (s *lossy) InsertCategory(ctx context.Context, c tag.Category, key *idempotency.Claim) error {
+	return s.lose(s.Store.InsertCategory(ctx, c, key))
+}
+
+func (s *lossy) InsertTag(ctx context.Context, t tag.Tag, key *idempotency.Claim) error {
+	return s.lose(s.Store.InsertTag(ctx, t, key))
+}
+
+// keyedAPI is the taxonomy behind the Idempotency-Key middleware, on a
+// store that loses its first insert's answer once lose is set.
+func keyedAPI(t *testing.T) (*api, *lossy) {
+	t.Helper()
+	t.Parallel()
+	db, log := testkit.Mongo(t), slog.New(slog.DiscardHandler)
+	store := mongostore.New(db, log)
+	testkit.Must(t, store.EnsureIndexes(t.Context()), "indexes")
+	ls := &lossy{Store: store}
+	ls.lost.Store(true)
+	e := httpx.NewEngine("taxonomy", log)
+	e.Use(idemstore.Middleware(context.Background(), db, log, time.Hour, nil))
+	httpapi.New(tag.NewService(ls), store, nil).Register(e)
+	return &api{t: t, h: e, store: store}, ls
+}
+
+// A tag or category create the database applied but whose answer was lost
+// (503 outcome_unknown) answers its retry with the same Idempotency-Key as
+// the first attempt would have (201 with the record), not 409 (issue 21,
+// item 14); and that outcome is what the key keeps. Another request under
+// an id taken by someone else is 409, not kept: its retry runs again.
+func TestARetryOfATaxonomyCreateAppliedUnknowinglyAnswersTheRecord(t *testing.T) {
+	a, ls := keyedAPI(t)
+	creates := []struct{ path, body, key string }{
+		{"/bo/tags-categories", `{"id":"health","name":"Santé"}`, "k-cat"},
+		{"/bo/tags", `{"id":"flu","name":"Flu","categoryId":"health"}`, "k-tag"},
+	}
+	for _, c := range creates {
+		ls.lost.Store(false)
+		if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 503 || !strings.Contains(r.body, "outcome_unknown") {
+			t.Fatalf("%s whose answer was lost: %d %s, want 503 outcome_unknown", c.path, r.status, r.body)
+		}
+		for i := range 2 { // the retry, then the key's kept outcome
+			if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 201 || !strings.Contains(r.body, `"id":"`) {
+				t.Errorf("%s retry %d: %d %s, want 201 with the record the first attempt made", c.path, i+1, r.status, r.body)
+			}
+		}
+	}
+	other := `{"id":"health","name":"Other"}`
+	for i := range 2 {
+		if r := a.do("POST", "/bo/tags-categories", other, "Idempotency-Key", "k-other"); r.status != 409 {
+			t.Errorf("another request under a taken id, attempt %d: %d %s, want 409", i+1, r.status, r.body)
+		}
+	}
+	testkit.Must(t, a.store.DeleteCategory(t.Context(), "health", time.Now()), "delete")
+	a.must("POST", "/bo/tags-categories", other, 201) // sanity: the id is free
+	if r := a.do("POST", "/bo/tags-categories", `{"id":"x","name":"X"}`, "Idempotency-Key", "k-other"); r.status != 201 {
+		t.Errorf("the key whose answer was 409, for another body: %d %s, want 201 (the 409 was not kept)", r.status, r.body)
+	}
+}
