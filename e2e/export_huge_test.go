@@ -19,7 +19,8 @@ import (
 )
 
 // TestHugeMediaStreams (issue 28, "a 10 GiB media file"): an archive whose
-// PDF is DOCLIB_TEST_HUGE_MEDIA_MIB MiB (default 10,240) is verified and
+// PDF is hugeMediaSize() bytes (512 MiB by default; DOCLIB_TEST_HUGE_MEDIA_MIB=10240
+// for the 10 GiB case of the issue, minutes of CPU) is verified and
 // imported by the doclib binary in flat memory. The archive is a sparse
 // file (the PDF's real first bytes, then zeros never written to disk), so
 // the test needs no 10 GiB of disk, yet doclib reads and hashes every byte.
@@ -27,8 +28,11 @@ import (
 // MiB): the import stops at once at that entry, naming it, with nothing
 // of it or of the document naming it visible.
 func TestHugeMediaStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes and writes hundreds of MiB: not under -short")
+	}
 	t.Parallel()
-	size := int64(envInt("DOCLIB_TEST_HUGE_MEDIA_MIB", 10<<10)) << 20
+	size := hugeMediaSize()
 	src := NewStack(t, nil)
 	pdf := src.Upload("huge.pdf", unique(pdfBytes, "huge"))
 	src.Must("POST", "/bo/documents", map[string]any{"type": "PDF", "title": "Huge", "fileId": pdf, "tagsIds": []string{}}, 201)
@@ -64,6 +68,16 @@ func TestHugeMediaStreams(t *testing.T) {
 	if n := count(dst, "/bo/documents"); n != 0 {
 		t.Errorf("%d documents imported; the one naming the refused media must not be", n)
 	}
+}
+
+// defaultHugeMediaMiB keeps the test to seconds on a 2-core CI: over the
+// target's 100 MiB limit, yet small enough to hash several times. The 10 GiB
+// case of issue 28 is opt-in (DOCLIB_TEST_HUGE_MEDIA_MIB=10240).
+const defaultHugeMediaMiB = 512
+
+// hugeMediaSize is the size in bytes of TestHugeMediaStreams' media.
+func hugeMediaSize() int64 {
+	return int64(envInt("DOCLIB_TEST_HUGE_MEDIA_MIB", defaultHugeMediaMiB)) << 20
 }
 
 // grow copies the archive from to to with the media id's bytes replaced by
@@ -171,4 +185,17 @@ func (w *sparseWriter) Write(p []byte) (int, error) {
 	}
 	w.off += int64(len(p))
 	return len(p), nil
+}
+
+// TestHugeMediaSizeIsOptIn: make test runs the huge media test at 512 MiB;
+// the 10 GiB case only when asked for.
+func TestHugeMediaSizeIsOptIn(t *testing.T) {
+	t.Setenv("DOCLIB_TEST_HUGE_MEDIA_MIB", "")
+	if got := hugeMediaSize(); got != 512<<20 {
+		t.Errorf("default huge media size %d MiB; want 512", got>>20)
+	}
+	t.Setenv("DOCLIB_TEST_HUGE_MEDIA_MIB", "10240")
+	if got := hugeMediaSize(); got != 10<<30 {
+		t.Errorf("DOCLIB_TEST_HUGE_MEDIA_MIB=10240 gives %d MiB; want 10240", got>>20)
+	}
 }
