@@ -187,15 +187,12 @@ func (h *Handler) revisions(c *gin.Context) {
 		httpx.Fail(c, problem.BadRequest("before must be a revision number, limit a number from 1 to 200, full true or false"))
 		return
 	}
-	revs, err := h.svc.Revisions(c, c.Param("id"), before, int(limit), full == "true")
+	page, err := h.svc.Revisions(c, c.Param("id"), before, int(limit), full == "true")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	var next int64
-	if len(revs) == int(limit) && revs[len(revs)-1].Version > 1 {
-		next = revs[len(revs)-1].Version
-	}
+	revs, next := page.Revisions, page.NextBefore
 	if full == "true" { // the store read them whole anyway
 		out := revisionFullPage{Revisions: make([]revisionDetail, len(revs)), NextBefore: next}
 		for i, r := range revs {
