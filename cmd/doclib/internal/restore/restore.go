@@ -58,9 +58,12 @@ type Importer struct {
 	c       *client.Client
 	log     *slog.Logger
 	merge   bool
-	workers int        // requests in flight at once
-	mu      sync.Mutex // result: requests run concurrently
-	result  Result
+	workers int // requests in flight at once
+	// entryLimit: a document entry up to it goes in one request
+	// (maxEntryBody; tests lower it to take the other path).
+	entryLimit int
+	mu         sync.Mutex // result: requests run concurrently
+	result     Result
 }
 
 // countRevisions counts n revisions written (or already there) with their
@@ -93,7 +96,7 @@ func Run(ctx context.Context, c *client.Client, path string, merge bool, workers
 // verified: the same file (one descriptor, rewound), and an entry changed
 // in between is refused before it is acted on.
 func run(ctx context.Context, c *client.Client, r io.ReadSeeker, name string, merge bool, workers int, log *slog.Logger) (Result, error) {
-	in := &Importer{c: c, log: log, merge: merge, workers: workers,
+	in := &Importer{c: c, log: log, merge: merge, workers: workers, entryLimit: maxEntryBody,
 		result: Result{Created: map[string]int{}, Unchanged: map[string]int{}, Kept: map[string]int{}}}
 	contents, err := library.Verify(bufio.NewReaderSize(r, 1<<20))
 	if err != nil {
