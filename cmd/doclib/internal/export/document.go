@@ -144,8 +144,9 @@ func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.Raw
 	return e.w.WriteBytes(archive.DocumentEntry(id), raw)
 }
 
-// revisionsPerPage is the page asked for: most documents in one request.
-const revisionsPerPage = 50
+// revisionsPerPage is the page asked for: the most the catalog gives of
+// whole revisions (most documents in one request).
+const revisionsPerPage = 20
 
 // revisions returns the revisions of id up to version, oldest first, each
 // as GET /bo/documents/{id}/revisions/{rev} answers it: read in pages of
@@ -154,8 +155,11 @@ const revisionsPerPage = 50
 // read is not asked for); the revisions must run consecutively down from
 // version (retention removes the oldest only): any other listing is an
 // error naming the document, never an archive silently short of some.
+// Their bytes are counted as they come: a history past what an entry may
+// hold fails naming the document, before the rest of it is read.
 func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
 	var out []json.RawMessage
+	size := 0
 	next := version // the version the next revision listed must have
 	for before := version + 1; before > 1; {
 		page, err := e.revisionPage(ctx, id, before)
@@ -168,11 +172,23 @@ func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]j
 			}
 			next--
 			out = append(out, r)
+			if size += len(r); size > e.maxEntry() {
+				return nil, fmt.Errorf("revisions: over %d bytes down to revision %d, more than the entry documents/%s.json may hold", e.maxEntry(), next+1, id)
+			}
 		}
 		before = page.NextBefore
 	}
 	slices.Reverse(out) // pages come newest first
 	return out, nil
+}
+
+// maxEntry is the most a document entry may hold (archive.MaxJSONEntry;
+// tests lower it).
+func (e *Exporter) maxEntry() int {
+	if e.entryLimit > 0 {
+		return e.entryLimit
+	}
+	return archive.MaxJSONEntry
 }
 
 type revisionPage struct {

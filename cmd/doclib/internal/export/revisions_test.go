@@ -86,3 +86,19 @@ func TestRevisionsAreConsecutive(t *testing.T) {
 		})
 	}
 }
+
+// TestRevisionsStopPastAnEntry (review finding 6): a history past what an
+// entry may hold fails naming the document once its bytes read pass the
+// limit, not after every page is held.
+func TestRevisionsStopPastAnEntry(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	e := &Exporter{c: revisionServer(t, versionsUpTo(120), &asked), entryLimit: 20 * len(`{"version":100}`)}
+	_, err := e.revisions(context.Background(), "d1", 120)
+	if err == nil || !strings.Contains(err.Error(), "documents/d1.json") {
+		t.Fatalf("a history over the entry limit: %v; want an error naming documents/d1.json", err)
+	}
+	if len(asked) != 2 {
+		t.Errorf("%d pages read; want 2 (the limit is passed in the second)", len(asked))
+	}
+}

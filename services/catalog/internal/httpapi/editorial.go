@@ -179,6 +179,11 @@ func (h *Handler) editorialWrite(write func(ctx context.Context, id string) (doc
 	}
 }
 
+// maxFullRevisions bounds a page of whole revisions (?full=true): each
+// holds a document (up to several MiB of content, more once escaped), and
+// the page is built in memory; nextBefore carries on from where it ends.
+const maxFullRevisions = 20
+
 func (h *Handler) revisions(c *gin.Context) {
 	before, err1 := queryInt(c, "before", 0)
 	limit, err2 := queryInt(c, "limit", 50)
@@ -186,6 +191,9 @@ func (h *Handler) revisions(c *gin.Context) {
 	if err := errors.Join(err1, err2); err != nil || limit < 1 || limit > 200 || before < 0 || (full != "" && full != "true" && full != "false") {
 		httpx.Fail(c, problem.BadRequest("before must be a revision number, limit a number from 1 to 200, full true or false"))
 		return
+	}
+	if full == "true" {
+		limit = min(limit, maxFullRevisions)
 	}
 	page, err := h.svc.Revisions(c, c.Param("id"), before, int(limit), full == "true")
 	if err != nil {

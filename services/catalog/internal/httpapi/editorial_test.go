@@ -380,6 +380,31 @@ func TestRevisionListingCrossesAGap(t *testing.T) {
 	}
 }
 
+// TestFullRevisionPagesAreCapped (review finding 5): a page of whole
+// revisions holds at most 20 whatever limit asks, and says where the next
+// starts.
+func TestFullRevisionPagesAreCapped(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	d := r.create(`{"type":"MARKDOWN","title":"v1","content":"x"}`)
+	for i := 2; i <= 25; i++ {
+		r.must("PATCH", "/bo/documents/"+d.ID, fmt.Sprintf(`{"type":"MARKDOWN","title":"v%d","content":"y"}`, i), 200)
+	}
+	var page struct {
+		Revisions  []json.RawMessage `json:"revisions"`
+		NextBefore int64             `json:"nextBefore"`
+	}
+	r.must("GET", "/bo/documents/"+d.ID+"/revisions?full=true&limit=200", "", 200).json(t, &page)
+	if len(page.Revisions) != 20 || page.NextBefore != 6 {
+		t.Errorf("full=true&limit=200: %d revisions, nextBefore %d; want 20, 6", len(page.Revisions), page.NextBefore)
+	}
+	page.NextBefore = 0
+	r.must("GET", "/bo/documents/"+d.ID+"/revisions?limit=200", "", 200).json(t, &page)
+	if len(page.Revisions) != 25 || page.NextBefore != 0 {
+		t.Errorf("limit=200 (not full): %d revisions, nextBefore %d; want 25, none", len(page.Revisions), page.NextBefore)
+	}
+}
+
 // revisionsInFull: ?full=true lists each revision as GET …/revisions/{rev}
 // answers it, byte for byte (doclib export reads a history in one request).
 func revisionsInFull(t *testing.T, r *replica, id string) {
