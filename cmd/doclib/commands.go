@@ -154,11 +154,20 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	for _, id := range res.KeptIDs {
 		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
 	}
-	if errors.Is(err, restore.ErrRefused) {
+	return importStopped(err)
+}
+
+// importStopped says what to do after an import that stopped, by cause:
+// only a transient failure (a service or MinIO down) is finished by
+// running the same import again.
+func importStopped(err error) error {
+	switch {
+	case err == nil, errors.Is(err, restore.ErrRefused):
 		return err
+	case errors.Is(err, restore.ErrTooLarge):
+		return fmt.Errorf("import stopped; run again, it stops at the same entry until the installation takes it: %w", err)
+	case errors.Is(err, restore.ErrConflict):
+		return fmt.Errorf("import stopped; run again, it stops at the same record: rename one side, or add the archive with -merge: %w", err)
 	}
-	if err != nil {
-		return fmt.Errorf("import stopped, run it again to finish: %w", err)
-	}
-	return nil
+	return fmt.Errorf("import stopped, run it again to finish: %w", err)
 }

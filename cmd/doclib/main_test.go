@@ -2,10 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/doclib/cmd/doclib/internal/restore"
 )
 
 // TestAnExportThatFailsLeavesNoArchive: the archive appears under its name
@@ -31,5 +35,24 @@ func TestAnExportThatFailsLeavesNoArchive(t *testing.T) {
 	}
 	if _, err := os.Stat(name); err != nil {
 		t.Fatalf("a complete export is not under its name: %v", err)
+	}
+}
+
+// TestImportStoppedSaysWhatToDo (review finding 9): "run it again to
+// finish" only for a failure a new run gets past.
+func TestImportStoppedSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err       error
+		want, not string
+	}{
+		{errors.New("entry media/m1: 503"), "run it again to finish", ""},
+		{fmt.Errorf("entry media/m1: %w", restore.ErrTooLarge), "until the installation takes it", "run it again to finish"},
+		{fmt.Errorf("entry tags.jsonl: %w", restore.ErrConflict), "-merge", "run it again to finish"},
+	} {
+		got := importStopped(c.err).Error()
+		if !strings.Contains(got, c.want) || (c.not != "" && strings.Contains(got, c.not)) {
+			t.Errorf("%v: %q; want it to say %q", c.err, got, c.want)
+		}
 	}
 }

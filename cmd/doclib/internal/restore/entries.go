@@ -37,13 +37,12 @@ func (in *Importer) request(ctx context.Context, entry, kind, id, path string, b
 	var se *client.StatusError
 	if errors.As(err, &se) && se.Status == http.StatusConflict && bytes.Contains([]byte(se.Body), []byte(`"import_conflict"`)) {
 		if !in.merge {
-			return 0, false, fmt.Errorf("entry %s: %s %s exists and differs: %w", entry, kind, id, err)
+			return 0, false, fmt.Errorf("entry %s: %s %s exists and differs, %w: %w", entry, kind, id, ErrConflict, err)
 		}
 		return 0, true, nil
 	}
 	if errors.As(err, &se) && se.Status == http.StatusRequestEntityTooLarge {
-		return 0, false, fmt.Errorf("entry %s: %s %s is larger than the installation takes (raise MEDIA_MAX_UPLOAD_SIZE of its gateway and media service): %w",
-			entry, kind, id, err)
+		return 0, false, fmt.Errorf("entry %s: %s %s is %w (%s): %w", entry, kind, id, ErrTooLarge, tooLargeHint(kind), err)
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
@@ -51,6 +50,17 @@ func (in *Importer) request(ctx context.Context, entry, kind, id, path string, b
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, false, nil
+}
+
+// tooLargeHint says what limit a record of kind is over: a media file's
+// is a setting; a record's JSON body (document, revision) has the
+// catalog's fixed import limit, which doclib stays under by sending a
+// large entry one revision at a time, so only one record over it is left.
+func tooLargeHint(kind string) string {
+	if kind == "media" {
+		return "raise MEDIA_MAX_UPLOAD_SIZE of its gateway and media service"
+	}
+	return fmt.Sprintf("one %s's import request may carry %d MiB, a fixed limit of the catalog: this record cannot be imported as it is", kind, maxEntryBody>>20)
 }
 
 // referenceData writes categories, tags and (unless merging: the target's

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,5 +120,23 @@ func TestMergeCreatesWhatTheInstallationLacks(t *testing.T) {
 				t.Errorf("kept %v, want revision d1/7 and document d1", kept)
 			}
 		})
+	}
+}
+
+// TestTooLargeNamesTheLimitOfItsKind (review finding 9): a 413 for a
+// document names the catalog's limit, not the media setting.
+func TestTooLargeNamesTheLimitOfItsKind(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		_, _ = io.WriteString(w, `{"code":"payload_too_large"}`)
+	}))
+	defer srv.Close()
+	in := &Importer{c: client.New(srv.URL, "t")}
+	for kind, want := range map[string]string{"media": "MEDIA_MAX_UPLOAD_SIZE", "revision": "8 MiB"} {
+		_, _, err := in.request(context.Background(), "e", kind, "x", "/bo/import/x", client.JSON([]byte("{}")))
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), want) || (kind != "media" && strings.Contains(err.Error(), "MEDIA_")) {
+			t.Errorf("a %s refused with 413: %v; want ErrTooLarge naming %s only", kind, err, want)
+		}
 	}
 }

@@ -34,6 +34,14 @@ import (
 // that does not verify, an installation that is not empty).
 var ErrRefused = errors.New("nothing was imported")
 
+// ErrTooLarge and ErrConflict mark an import stopped at a record that the
+// same run again would stop at too: larger than the installation takes
+// (until its limit is raised), or held otherwise by it (without -merge).
+var (
+	ErrTooLarge = errors.New("larger than the installation takes")
+	ErrConflict = errors.New("the installation has it otherwise")
+)
+
 // Result counts what an import did, by kind: created, unchanged (already
 // there, the same), kept (there, different: the target's stays; --merge).
 type Result struct {
