@@ -34,7 +34,7 @@ func seedMedia(st *Stack, n, size int) {
 func startDoclib(t *testing.T, st *Stack, out *testkit.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(doclib(t), args...)
-	cmd.Env = append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token)
+	cmd.Env = st.doclibEnv()
 	cmd.Stdout, cmd.Stderr = out, out
 	testkit.Must(t, cmd.Start(), "start doclib")
 	return cmd
@@ -200,7 +200,7 @@ func TestExportToBucketKeepsTheNewest(t *testing.T) {
 func exportToBucket(t *testing.T, st *Stack, env []string) string {
 	t.Helper()
 	cmd := exec.Command(doclib(t), "export", "-s3", "-zstd")
-	cmd.Env = append(append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token), env...)
+	cmd.Env = st.doclibEnv(env...)
 	raw, err := cmd.CombinedOutput()
 	testkit.Must(t, err, "export -s3: "+string(raw))
 	t.Logf("export -s3:\n%s", raw)
