@@ -60,11 +60,25 @@ func exportToBucket(ctx context.Context, c *client.Client, zstd bool, source str
 		return fmt.Errorf("export to s3://%s/%s: %w", bc.Bucket, name, err)
 	}
 	fmt.Fprintf(stdout, "wrote s3://%s/%s\n", bc.Bucket, name)
+	prune(ctx, store, bc, stdout, log)
+	return nil
+}
+
+// prune removes all but the newest archives. Its failure (a bucket whose
+// object lock refuses deletions, a policy without DeleteObject) is only a
+// warning: the archive is written, and a failed run would make the
+// CronJob run again and write one more archive each time.
+func prune(ctx context.Context, store interface {
+	Prune(context.Context) ([]string, error)
+}, bc bucket.Config, stdout io.Writer, log *slog.Logger) {
 	removed, err := store.Prune(ctx)
 	for _, r := range removed {
 		fmt.Fprintf(stdout, "removed s3://%s/%s (keeping the newest %d)\n", bc.Bucket, r, bc.Keep)
 	}
-	return err
+	if err != nil {
+		log.Warn("the archive is written, but older archives were not all removed; the next run tries again",
+			"bucket", bc.Bucket, "keep", bc.Keep, "error", err)
+	}
 }
 
 // writeAtomically writes FILE.partial and renames it FILE once complete:
