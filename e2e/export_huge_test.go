@@ -68,6 +68,38 @@ func TestHugeMediaStreams(t *testing.T) {
 	if n := count(dst, "/bo/documents"); n != 0 {
 		t.Errorf("%d documents imported; the one naming the refused media must not be", n)
 	}
+	importWithTheLimitRaised(t, huge, pdf, size)
+}
+
+// importWithTheLimitRaised runs the import again, as the README says,
+// into a target whose MEDIA_MAX_UPLOAD_SIZE (gateway and media service)
+// takes the media: every byte goes through doclib, the gateway, the media
+// service and MinIO, in flat memory in each.
+func importWithTheLimitRaised(t *testing.T, huge, pdf string, size int64) {
+	raised := []string{"MEDIA_MAX_UPLOAD_SIZE=" + itoa(size+1<<20), "HTTP_READ_TIMEOUT=30m"}
+	dst := NewStack(t, map[string][]string{"gateway": raised, "media": raised})
+	start := time.Now()
+	out, rss, err := doclibRSS(t, dst, "import", huge)
+	testkit.Must(t, err, "import with the limit raised: "+out)
+	gateway, media := peakRSS(dst.Pid("gateway")), peakRSS(dst.Pid("media"))
+	t.Logf("import with the limit raised: %s; peak RSS doclib %d MiB, gateway %d MiB, media %d MiB",
+		time.Since(start).Round(time.Second), rss>>10, gateway>>20, media>>20)
+	for name, peak := range map[string]int64{"doclib": rss << 10, "gateway": gateway, "media": media} {
+		if peak == 0 || peak > 200<<20 {
+			t.Errorf("%s's peak RSS is %d MiB for a %d MiB media; want flat (known, under 200 MiB)", name, peak>>20, size>>20)
+		}
+	}
+	var rec struct {
+		Size   int64  `json:"size"`
+		SHA256 string `json:"sha256"`
+	}
+	dst.Must("GET", "/bo/medias/"+pdf, nil, 200).JSON(t, &rec)
+	if rec.Size != size || rec.SHA256 != hugeDigest(unique(pdfBytes, "huge"), size) {
+		t.Errorf("the imported media is %d bytes, sha256 %s; want %d, the archive's", rec.Size, rec.SHA256, size)
+	}
+	if n := count(dst, "/bo/documents"); n != 1 {
+		t.Errorf("%d documents imported; want the one naming the media", n)
+	}
 }
 
 // defaultHugeMediaMiB keeps the test to seconds on a 2-core CI: over the
