@@ -128,3 +128,33 @@ func TestRendererIsThePinnedRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestRevisionListingDescribesTheFullPage (review finding 10): the answer
+// of ?full=true is described, its revisions each a RevisionDetail.
+func TestRevisionListingDescribesTheFullPage(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]struct {
+					Schema json.RawMessage `json:"schema"`
+				} `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	raw, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schema := doc.Paths["/bo/documents/{id}/revisions"]["get"].Responses["200"].Content["application/json"].Schema
+	full := string(doc.Components.Schemas["RevisionFullPage"])
+	if !strings.Contains(string(schema), "#/components/schemas/RevisionFullPage") || !strings.Contains(full, "#/components/schemas/RevisionDetail") {
+		t.Errorf("the revision listing's answer %s, RevisionFullPage %s; want a full page of RevisionDetail described", schema, full)
+	}
+}

@@ -99,7 +99,7 @@ func doclibRSS(t testing.TB, st *Stack, args ...string) (string, int64, error) {
 	t.Helper()
 	rssFile := filepath.Join(t.TempDir(), "rss")
 	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile, doclib(t)}, args...)...)
-	cmd.Env = append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token)
+	cmd.Env = st.doclibEnv()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()

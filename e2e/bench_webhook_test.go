@@ -139,13 +139,20 @@ func newBenchReceiver(tb testing.TB, got func(id string, at time.Time)) *httptes
 }
 
 // rss is the resident memory of process pid in bytes (0 if unknown).
-func rss(pid int) int64 {
+func rss(pid int) int64 { return procStatusBytes(pid, "VmRSS:") }
+
+// peakRSS is the most resident memory process pid has had, in bytes (0
+// if unknown).
+func peakRSS(pid int) int64 { return procStatusBytes(pid, "VmHWM:") }
+
+// procStatusBytes reads a kB field of /proc/<pid>/status, in bytes.
+func procStatusBytes(pid int, field string) int64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}

@@ -34,7 +34,7 @@ func seedMedia(st *Stack, n, size int) {
 func startDoclib(t *testing.T, st *Stack, out *testkit.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(doclib(t), args...)
-	cmd.Env = append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token)
+	cmd.Env = st.doclibEnv()
 	cmd.Stdout, cmd.Stderr = out, out
 	testkit.Must(t, cmd.Start(), "start doclib")
 	return cmd
@@ -57,7 +57,7 @@ func TestImportMinIOKilledMidImport(t *testing.T) {
 	t.Parallel()
 	src := NewStack(t, nil)
 	ids := seedLibrary(src)
-	seedMedia(src, 16, 2<<20)
+	seedMedia(src, 5, 20<<20) // over miniostore.PartSize (16 MiB): a kill cuts a multipart upload
 	archivePath := filepath.Join(t.TempDir(), "lib.tar")
 	out, err := src.Doclib("export", "-o", archivePath)
 	testkit.Must(t, err, "export: "+out)
@@ -176,10 +176,15 @@ func TestExportToBucketKeepsTheNewest(t *testing.T) {
 	ctx := context.Background()
 	bucket := testkit.UniqueName(t)
 	testkit.Must(t, mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{}), "make the backup bucket")
-	for _, k := range []string{"backups/doclib-20200101T000000Z.tar", "backups/doclib-20200102T000000Z.tar.zst",
-		"backups/doclib-20200103T000000Z.tar", "backups/doclib-pre-upgrade.tar", "other/doclib-20200101T000000Z.tar"} {
+	// Written newest name first, a second before the others: the archive
+	// kept is the newest by name (when it was begun), not the last written.
+	for i, k := range []string{"backups/doclib-20200103T000000Z.tar", "backups/doclib-20200102T000000Z.tar.zst",
+		"backups/doclib-20200101T000000Z.tar", "backups/doclib-pre-upgrade.tar", "other/doclib-20200101T000000Z.tar"} {
 		_, err := mc.PutObject(ctx, bucket, k, strings.NewReader("old"), 3, minio.PutObjectOptions{})
 		testkit.Must(t, err, "put "+k)
+		if i == 0 {
+			time.Sleep(1100 * time.Millisecond) // S3 dates are to the second
+		}
 	}
 	env := []string{"S3_ENDPOINT=" + s3.Endpoint, "S3_ACCESS_KEY=" + s3.AccessKey, "S3_SECRET_KEY=" + s3.SecretKey,
 		"DOCLIB_BACKUP_BUCKET=" + bucket, "DOCLIB_BACKUP_PREFIX=backups/", "DOCLIB_BACKUP_KEEP=2"}
@@ -200,7 +205,7 @@ func TestExportToBucketKeepsTheNewest(t *testing.T) {
 func exportToBucket(t *testing.T, st *Stack, env []string) string {
 	t.Helper()
 	cmd := exec.Command(doclib(t), "export", "-s3", "-zstd")
-	cmd.Env = append(append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token), env...)
+	cmd.Env = st.doclibEnv(env...)
 	raw, err := cmd.CombinedOutput()
 	testkit.Must(t, err, "export -s3: "+string(raw))
 	t.Logf("export -s3:\n%s", raw)

@@ -19,7 +19,8 @@ import (
 )
 
 // TestHugeMediaStreams (issue 28, "a 10 GiB media file"): an archive whose
-// PDF is DOCLIB_TEST_HUGE_MEDIA_MIB MiB (default 10,240) is verified and
+// PDF is hugeMediaSize() bytes (512 MiB by default; DOCLIB_TEST_HUGE_MEDIA_MIB=10240
+// for the 10 GiB case of the issue, minutes of CPU) is verified and
 // imported by the doclib binary in flat memory. The archive is a sparse
 // file (the PDF's real first bytes, then zeros never written to disk), so
 // the test needs no 10 GiB of disk, yet doclib reads and hashes every byte.
@@ -27,8 +28,11 @@ import (
 // MiB): the import stops at once at that entry, naming it, with nothing
 // of it or of the document naming it visible.
 func TestHugeMediaStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes and writes hundreds of MiB: not under -short")
+	}
 	t.Parallel()
-	size := int64(envInt("DOCLIB_TEST_HUGE_MEDIA_MIB", 10<<10)) << 20
+	size := hugeMediaSize()
 	src := NewStack(t, nil)
 	pdf := src.Upload("huge.pdf", unique(pdfBytes, "huge"))
 	src.Must("POST", "/bo/documents", map[string]any{"type": "PDF", "title": "Huge", "fileId": pdf, "tagsIds": []string{}}, 201)
@@ -64,6 +68,48 @@ func TestHugeMediaStreams(t *testing.T) {
 	if n := count(dst, "/bo/documents"); n != 0 {
 		t.Errorf("%d documents imported; the one naming the refused media must not be", n)
 	}
+	importWithTheLimitRaised(t, huge, pdf, size)
+}
+
+// importWithTheLimitRaised runs the import again, as the README says,
+// into a target whose MEDIA_MAX_UPLOAD_SIZE (gateway and media service)
+// takes the media: every byte goes through doclib, the gateway, the media
+// service and MinIO, in flat memory in each.
+func importWithTheLimitRaised(t *testing.T, huge, pdf string, size int64) {
+	raised := []string{"MEDIA_MAX_UPLOAD_SIZE=" + itoa(size+1<<20), "HTTP_READ_TIMEOUT=30m"}
+	dst := NewStack(t, map[string][]string{"gateway": raised, "media": raised})
+	start := time.Now()
+	out, rss, err := doclibRSS(t, dst, "import", huge)
+	testkit.Must(t, err, "import with the limit raised: "+out)
+	gateway, media := peakRSS(dst.Pid("gateway")), peakRSS(dst.Pid("media"))
+	t.Logf("import with the limit raised: %s; peak RSS doclib %d MiB, gateway %d MiB, media %d MiB",
+		time.Since(start).Round(time.Second), rss>>10, gateway>>20, media>>20)
+	for name, peak := range map[string]int64{"doclib": rss << 10, "gateway": gateway, "media": media} {
+		if peak == 0 || peak > 200<<20 {
+			t.Errorf("%s's peak RSS is %d MiB for a %d MiB media; want flat (known, under 200 MiB)", name, peak>>20, size>>20)
+		}
+	}
+	var rec struct {
+		Size   int64  `json:"size"`
+		SHA256 string `json:"sha256"`
+	}
+	dst.Must("GET", "/bo/medias/"+pdf, nil, 200).JSON(t, &rec)
+	if rec.Size != size || rec.SHA256 != hugeDigest(unique(pdfBytes, "huge"), size) {
+		t.Errorf("the imported media is %d bytes, sha256 %s; want %d, the archive's", rec.Size, rec.SHA256, size)
+	}
+	if n := count(dst, "/bo/documents"); n != 1 {
+		t.Errorf("%d documents imported; want the one naming the media", n)
+	}
+}
+
+// defaultHugeMediaMiB keeps the test to seconds on a 2-core CI: over the
+// target's 100 MiB limit, yet small enough to hash several times. The 10 GiB
+// case of issue 28 is opt-in (DOCLIB_TEST_HUGE_MEDIA_MIB=10240).
+const defaultHugeMediaMiB = 512
+
+// hugeMediaSize is the size in bytes of TestHugeMediaStreams' media.
+func hugeMediaSize() int64 {
+	return int64(envInt("DOCLIB_TEST_HUGE_MEDIA_MIB", defaultHugeMediaMiB)) << 20
 }
 
 // grow copies the archive from to to with the media id's bytes replaced by
@@ -171,4 +217,17 @@ func (w *sparseWriter) Write(p []byte) (int, error) {
 	}
 	w.off += int64(len(p))
 	return len(p), nil
+}
+
+// TestHugeMediaSizeIsOptIn: make test runs the huge media test at 512 MiB;
+// the 10 GiB case only when asked for.
+func TestHugeMediaSizeIsOptIn(t *testing.T) {
+	t.Setenv("DOCLIB_TEST_HUGE_MEDIA_MIB", "")
+	if got := hugeMediaSize(); got != 512<<20 {
+		t.Errorf("default huge media size %d MiB; want 512", got>>20)
+	}
+	t.Setenv("DOCLIB_TEST_HUGE_MEDIA_MIB", "10240")
+	if got := hugeMediaSize(); got != 10<<30 {
+		t.Errorf("DOCLIB_TEST_HUGE_MEDIA_MIB=10240 gives %d MiB; want 10240", got>>20)
+	}
 }

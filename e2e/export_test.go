@@ -47,12 +47,18 @@ func doclib(t testing.TB) string {
 	return doclibBin
 }
 
+// doclibEnv is the environment of a doclib run against st: this process's
+// with the stack's admin URL and an editor's token, then extra.
+func (st *Stack) doclibEnv(extra ...string) []string {
+	return append(append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token), extra...)
+}
+
 // Doclib runs the doclib command against st and returns its output and
 // error (nil when it exited 0).
 func (st *Stack) Doclib(args ...string) (string, error) {
 	st.t.Helper()
 	cmd := exec.Command(doclib(st.t), args...)
-	cmd.Env = append(os.Environ(), "DOCLIB_URL="+st.AdminURL, "DOCLIB_TOKEN="+Token)
+	cmd.Env = st.doclibEnv()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -60,11 +60,25 @@ func exportToBucket(ctx context.Context, c *client.Client, zstd bool, source str
 		return fmt.Errorf("export to s3://%s/%s: %w", bc.Bucket, name, err)
 	}
 	fmt.Fprintf(stdout, "wrote s3://%s/%s\n", bc.Bucket, name)
+	prune(ctx, store, bc, stdout, log)
+	return nil
+}
+
+// prune removes all but the newest archives. Its failure (a bucket whose
+// object lock refuses deletions, a policy without DeleteObject) is only a
+// warning: the archive is written, and a failed run would make the
+// CronJob run again and write one more archive each time.
+func prune(ctx context.Context, store interface {
+	Prune(context.Context) ([]string, error)
+}, bc bucket.Config, stdout io.Writer, log *slog.Logger) {
 	removed, err := store.Prune(ctx)
 	for _, r := range removed {
 		fmt.Fprintf(stdout, "removed s3://%s/%s (keeping the newest %d)\n", bc.Bucket, r, bc.Keep)
 	}
-	return err
+	if err != nil {
+		log.Warn("the archive is written, but older archives were not all removed; the next run tries again",
+			"bucket", bc.Bucket, "keep", bc.Keep, "error", err)
+	}
 }
 
 // writeAtomically writes FILE.partial and renames it FILE once complete:
@@ -154,11 +168,20 @@ func runImport(ctx context.Context, args []string, stdout io.Writer, log *slog.L
 	for _, id := range res.KeptIDs {
 		fmt.Fprintf(stdout, "kept (the installation's differs): %s\n", id)
 	}
-	if errors.Is(err, restore.ErrRefused) {
+	return importStopped(err)
+}
+
+// importStopped says what to do after an import that stopped, by cause:
+// only a transient failure (a service or MinIO down) is finished by
+// running the same import again.
+func importStopped(err error) error {
+	switch {
+	case err == nil, errors.Is(err, restore.ErrRefused):
 		return err
+	case errors.Is(err, restore.ErrTooLarge):
+		return fmt.Errorf("import stopped; run again, it stops at the same entry until the installation takes it: %w", err)
+	case errors.Is(err, restore.ErrConflict):
+		return fmt.Errorf("import stopped; run again, it stops at the same record: rename one side, or add the archive with -merge: %w", err)
 	}
-	if err != nil {
-		return fmt.Errorf("import stopped, run it again to finish: %w", err)
-	}
-	return nil
+	return fmt.Errorf("import stopped, run it again to finish: %w", err)
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/doclib/cmd/doclib/internal/archive"
@@ -145,43 +144,76 @@ func (e *Exporter) writeDocument(ctx context.Context, id string, detail json.Raw
 	return e.w.WriteBytes(archive.DocumentEntry(id), raw)
 }
 
+// revisionsPerPage is the page asked for: the most the catalog gives of
+// whole revisions (most documents in one request).
+const revisionsPerPage = 20
+
 // revisions returns the revisions of id up to version, oldest first, each
 // as GET /bo/documents/{id}/revisions/{rev} answers it: read in pages of
 // them whole (?full=true), one request for most documents, not one per
-// revision.
+// revision. The first page starts at version (a write since the detail was
+// read is not asked for); the revisions must run consecutively down from
+// version (retention removes the oldest only): any other listing is an
+// error naming the document, never an archive silently short of some.
+// Their bytes are counted as they come: a history past what an entry may
+// hold fails naming the document, before the rest of it is read.
 func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
 	var out []json.RawMessage
-	path := "/bo/documents/" + id + "/revisions?full=true&limit=50"
-	for {
-		raw, err := e.c.Get(ctx, path)
+	size := 0
+	next := version // the version the next revision listed must have
+	for before := version + 1; before > 1; {
+		page, err := e.revisionPage(ctx, id, before)
 		if err != nil {
 			return nil, err
 		}
-		var page struct {
-			Revisions  []json.RawMessage `json:"revisions"`
-			NextBefore int64             `json:"nextBefore"`
-		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, err
-		}
 		for _, r := range page.Revisions {
-			var v struct {
-				Version int64 `json:"version"`
+			if v := revisionVersion(r); v != next {
+				return nil, fmt.Errorf("revisions: the catalog listed revision %d where %d was due (versions must run down from %d without a gap); the entry documents/%s.json would lose revisions", v, next, version, id)
 			}
-			if err := json.Unmarshal(r, &v); err != nil {
-				return nil, err
-			}
-			if v.Version <= version {
-				out = append(out, r)
+			next--
+			out = append(out, r)
+			if size += len(r); size > e.maxEntry() {
+				return nil, fmt.Errorf("revisions: over %d bytes down to revision %d, more than the entry documents/%s.json may hold", e.maxEntry(), next+1, id)
 			}
 		}
-		if page.NextBefore == 0 || len(page.Revisions) == 0 {
-			break
-		}
-		path = "/bo/documents/" + id + "/revisions?full=true&limit=50&before=" + strconv.FormatInt(page.NextBefore, 10)
+		before = page.NextBefore
 	}
 	slices.Reverse(out) // pages come newest first
 	return out, nil
+}
+
+// maxEntry is the most a document entry may hold (archive.MaxJSONEntry;
+// tests lower it).
+func (e *Exporter) maxEntry() int {
+	if e.entryLimit > 0 {
+		return e.entryLimit
+	}
+	return archive.MaxJSONEntry
+}
+
+type revisionPage struct {
+	Revisions  []json.RawMessage `json:"revisions"`
+	NextBefore int64             `json:"nextBefore"`
+}
+
+// revisionPage reads the page of id's revisions below before.
+func (e *Exporter) revisionPage(ctx context.Context, id string, before int64) (revisionPage, error) {
+	var page revisionPage
+	raw, err := e.c.Get(ctx, fmt.Sprintf("/bo/documents/%s/revisions?full=true&limit=%d&before=%d", id, revisionsPerPage, before))
+	if err != nil {
+		return page, err
+	}
+	err = json.Unmarshal(raw, &page)
+	return page, err
+}
+
+// revisionVersion is a revision's version, 0 if it has none.
+func revisionVersion(raw json.RawMessage) int64 {
+	var v struct {
+		Version int64 `json:"version"`
+	}
+	_ = json.Unmarshal(raw, &v)
+	return v.Version
 }
 
 // writeReferenceData writes categories, tags, settings and media records.

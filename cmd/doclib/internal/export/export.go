@@ -49,6 +49,7 @@ type Exporter struct {
 	repaired      int
 	mediaBytes    int
 	workers       int // documents read ahead at a time
+	entryLimit    int // 0: archive.MaxJSONEntry (see maxEntry)
 	// Retry bounds how long a document whose reference disappeared is read
 	// again before the export fails.
 	Retry time.Duration

@@ -22,33 +22,45 @@ import (
 // put sends one import and counts it; a conflict is an error naming the
 // entry unless merging.
 func (in *Importer) put(ctx context.Context, entry, kind, id, path string, body *client.Body) error {
-	_, err := in.send(ctx, entry, kind, id, path, body)
+	status, conflict, err := in.request(ctx, entry, kind, id, path, body)
+	if err == nil {
+		in.count(kind, status, conflict, id)
+	}
 	return err
 }
 
-// send is put, reporting whether the record was kept as the installation
-// has it (a conflict, merging).
-func (in *Importer) send(ctx context.Context, entry, kind, id, path string, body *client.Body) (kept bool, err error) {
+// request sends one import and answers its status, or conflict when the
+// installation has the record otherwise: an error naming the entry unless
+// merging.
+func (in *Importer) request(ctx context.Context, entry, kind, id, path string, body *client.Body) (status int, conflict bool, err error) {
 	resp, err := in.c.Do(ctx, http.MethodPut, path, body)
 	var se *client.StatusError
 	if errors.As(err, &se) && se.Status == http.StatusConflict && bytes.Contains([]byte(se.Body), []byte(`"import_conflict"`)) {
 		if !in.merge {
-			return false, fmt.Errorf("entry %s: %s %s exists and differs: %w", entry, kind, id, err)
+			return 0, false, fmt.Errorf("entry %s: %s %s exists and differs, %w: %w", entry, kind, id, ErrConflict, err)
 		}
-		in.count(kind, 0, true, id)
-		return true, nil
+		return 0, true, nil
 	}
 	if errors.As(err, &se) && se.Status == http.StatusRequestEntityTooLarge {
-		return false, fmt.Errorf("entry %s: %s %s is larger than the installation takes (raise MEDIA_MAX_UPLOAD_SIZE of its gateway and media service): %w",
-			entry, kind, id, err)
+		return 0, false, fmt.Errorf("entry %s: %s %s is %w (%s): %w", entry, kind, id, ErrTooLarge, tooLargeHint(kind), err)
 	}
 	if err != nil {
-		return false, fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
+		return 0, false, fmt.Errorf("entry %s: %s %s: %w", entry, kind, id, err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	in.count(kind, resp.StatusCode, false, id)
-	return false, nil
+	return resp.StatusCode, false, nil
+}
+
+// tooLargeHint says what limit a record of kind is over: a media file's
+// is a setting; a record's JSON body (document, revision) has the
+// catalog's fixed import limit, which doclib stays under by sending a
+// large entry one revision at a time, so only one record over it is left.
+func tooLargeHint(kind string) string {
+	if kind == "media" {
+		return "raise MEDIA_MAX_UPLOAD_SIZE of its gateway and media service"
+	}
+	return fmt.Sprintf("one %s's import request may carry %d MiB, a fixed limit of the catalog: this record cannot be imported as it is", kind, maxEntryBody>>20)
 }
 
 // referenceData writes categories, tags and (unless merging: the target's
@@ -192,17 +204,24 @@ func (in *Importer) startDocument(p *pool, f *archive.File, done map[string]chan
 const maxEntryBody = 8 << 20
 
 // document sends a document's entry as it is (its revisions, then it, in
-// one request), or, when it is over maxEntryBody, its revisions one by one
+// one request), or, when it is over in.entryLimit, its revisions one by one
 // and then the document (the catalog takes a document's revisions before
-// it).
+// it). The entry route stops at the first record the installation has
+// otherwise: merging, the entry then goes one record at a time, so each
+// revision and the document is created, left or kept by itself, as the
+// merge rules say (a revision the installation lacks is created even after
+// one that conflicts).
 func (in *Importer) document(ctx context.Context, entry, id string, d library.Document, raw []byte) error {
 	base := "/bo/import/documents/" + url.PathEscape(id)
-	if len(raw) <= maxEntryBody {
-		kept, err := in.send(ctx, entry, "document", id, base+"/entry", client.JSON(raw))
-		if err == nil && !kept {
-			in.countRevisions(len(d.Revisions))
+	if len(raw) <= in.entryLimit {
+		status, conflict, err := in.request(ctx, entry, "document", id, base+"/entry", client.JSON(raw))
+		if err != nil || !conflict {
+			if err == nil {
+				in.count("document", status, false, id)
+				in.countRevisions(len(d.Revisions))
+			}
+			return err
 		}
-		return err
 	}
 	for _, rev := range d.Revisions {
 		var r struct {

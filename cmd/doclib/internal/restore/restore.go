@@ -34,6 +34,14 @@ import (
 // that does not verify, an installation that is not empty).
 var ErrRefused = errors.New("nothing was imported")
 
+// ErrTooLarge and ErrConflict mark an import stopped at a record that the
+// same run again would stop at too: larger than the installation takes
+// (until its limit is raised), or held otherwise by it (without -merge).
+var (
+	ErrTooLarge = errors.New("larger than the installation takes")
+	ErrConflict = errors.New("the installation has it otherwise")
+)
+
 // Result counts what an import did, by kind: created, unchanged (already
 // there, the same), kept (there, different: the target's stays; --merge).
 type Result struct {
@@ -58,9 +66,12 @@ type Importer struct {
 	c       *client.Client
 	log     *slog.Logger
 	merge   bool
-	workers int        // requests in flight at once
-	mu      sync.Mutex // result: requests run concurrently
-	result  Result
+	workers int // requests in flight at once
+	// entryLimit: a document entry up to it goes in one request
+	// (maxEntryBody; tests lower it to take the other path).
+	entryLimit int
+	mu         sync.Mutex // result: requests run concurrently
+	result     Result
 }
 
 // countRevisions counts n revisions written (or already there) with their
@@ -93,7 +104,7 @@ func Run(ctx context.Context, c *client.Client, path string, merge bool, workers
 // verified: the same file (one descriptor, rewound), and an entry changed
 // in between is refused before it is acted on.
 func run(ctx context.Context, c *client.Client, r io.ReadSeeker, name string, merge bool, workers int, log *slog.Logger) (Result, error) {
-	in := &Importer{c: c, log: log, merge: merge, workers: workers,
+	in := &Importer{c: c, log: log, merge: merge, workers: workers, entryLimit: maxEntryBody,
 		result: Result{Created: map[string]int{}, Unchanged: map[string]int{}, Kept: map[string]int{}}}
 	contents, err := library.Verify(bufio.NewReaderSize(r, 1<<20))
 	if err != nil {

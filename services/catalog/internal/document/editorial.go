@@ -341,18 +341,38 @@ func ParseRetention(s string) (Retention, error) {
 // SetRetention sets how many revisions are kept (default: all).
 func (s *Service) SetRetention(r Retention) { s.retention = r }
 
+// RevisionPage is a page of a document's revisions, newest first, and
+// where the next starts (0: none).
+type RevisionPage struct {
+	Revisions  []Revision
+	NextBefore int64
+}
+
 // Revisions returns a page of the document's revisions, newest first,
 // below version before (0: from the newest), with the document each kept
-// if withDocs.
-func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]Revision, error) {
+// if withDocs. The page covers limit versions, whichever of them are
+// stored: NextBefore is the lowest version covered while it is above 1, so
+// a revision missing from a page never ends the listing early. A page
+// holding none ends it: retention removes the oldest revisions, so nothing
+// older is kept (and a history retained down to its last few is not walked
+// to version 1 one empty page at a time).
+func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int, withDocs bool) (RevisionPage, error) {
 	d, err := s.repair(ctx, id)
 	if err != nil {
-		return nil, err
+		return RevisionPage{}, err
 	}
 	if before == 0 || before > d.Version {
 		before = d.Version + 1
 	}
-	return s.store.ListRevisions(ctx, id, before, limit, withDocs)
+	revs, err := s.store.ListRevisions(ctx, id, before, limit, withDocs)
+	if err != nil {
+		return RevisionPage{}, err
+	}
+	page := RevisionPage{Revisions: revs}
+	if lowest := before - int64(limit); lowest > 1 && len(revs) > 0 {
+		page.NextBefore = lowest
+	}
+	return page, nil
 }
 
 // Revision returns one revision of the document.

@@ -19,10 +19,10 @@ func link(title string, tags ...string) document.Input {
 
 func versions(t *testing.T, svc *document.Service, id string) string {
 	t.Helper()
-	revs, err := svc.Revisions(context.Background(), id, 0, 100, false)
+	page, err := svc.Revisions(context.Background(), id, 0, 100, false)
 	testkit.Must(t, err, "Revisions")
 	var out []string
-	for _, r := range revs {
+	for _, r := range page.Revisions {
 		out = append(out, r.Change.Why[:strings.IndexByte(r.Change.Why+" ", ' ')])
 	}
 	return strings.Join(out, ",")
@@ -57,7 +57,7 @@ func TestEveryWriteKeepsARevision(t *testing.T) {
 		t.Errorf("revision 99: %v, want ErrRevisionNotFound", err)
 	}
 	page, _ := svc.Revisions(ctx, d.ID, 3, 1, false)
-	if len(page) != 1 || page[0].Version != 2 {
+	if len(page.Revisions) != 1 || page.Revisions[0].Version != 2 {
 		t.Errorf("page before 3 = %+v, want revision 2", page)
 	}
 }

@@ -179,6 +179,11 @@ func (h *Handler) editorialWrite(write func(ctx context.Context, id string) (doc
 	}
 }
 
+// maxFullRevisions bounds a page of whole revisions (?full=true): each
+// holds a document (up to several MiB of content, more once escaped), and
+// the page is built in memory; nextBefore carries on from where it ends.
+const maxFullRevisions = 20
+
 func (h *Handler) revisions(c *gin.Context) {
 	before, err1 := queryInt(c, "before", 0)
 	limit, err2 := queryInt(c, "limit", 50)
@@ -187,15 +192,15 @@ func (h *Handler) revisions(c *gin.Context) {
 		httpx.Fail(c, problem.BadRequest("before must be a revision number, limit a number from 1 to 200, full true or false"))
 		return
 	}
-	revs, err := h.svc.Revisions(c, c.Param("id"), before, int(limit), full == "true")
+	if full == "true" {
+		limit = min(limit, maxFullRevisions)
+	}
+	page, err := h.svc.Revisions(c, c.Param("id"), before, int(limit), full == "true")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	var next int64
-	if len(revs) == int(limit) && revs[len(revs)-1].Version > 1 {
-		next = revs[len(revs)-1].Version
-	}
+	revs, next := page.Revisions, page.NextBefore
 	if full == "true" { // the store read them whole anyway
 		out := revisionFullPage{Revisions: make([]revisionDetail, len(revs)), NextBefore: next}
 		for i, r := range revs {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/doclib/libs/httpx"
@@ -359,6 +360,70 @@ func TestRevisionRoutes(t *testing.T) {
 	}
 }
 
+// TestRevisionListingCrossesAGap (review finding 1): a revision missing
+// from a page (not stored yet, or removed) does not end the listing: the
+// page says where the next starts whenever versions below remain, and
+// following nextBefore reaches revision 1.
+func TestRevisionListingCrossesAGap(t *testing.T) {
+	t.Parallel()
+	db := testkit.Mongo(t)
+	r := newReplica(t, db, newWorld())
+	d := r.create(`{"type":"MARKDOWN","title":"v1","content":"x"}`)
+	for i := 2; i <= 5; i++ {
+		r.must("PATCH", "/bo/documents/"+d.ID, fmt.Sprintf(`{"type":"MARKDOWN","title":"v%d","content":"y"}`, i), 200)
+	}
+	_, err := db.Collection("revisions").DeleteOne(context.Background(), bson.M{"_id": d.ID + "/4"})
+	testkit.Must(t, err, "delete revision 4")
+	for _, full := range []string{"false", "true"} {
+		var got []int64
+		path := "/bo/documents/" + d.ID + "/revisions?limit=2&full=" + full
+		for pages := 0; path != "" && pages < 5; pages++ {
+			var page struct {
+				Revisions []struct {
+					Version int64 `json:"version"`
+				} `json:"revisions"`
+				NextBefore int64 `json:"nextBefore"`
+			}
+			r.must("GET", path, "", 200).json(t, &page)
+			for _, rev := range page.Revisions {
+				got = append(got, rev.Version)
+			}
+			path = ""
+			if page.NextBefore != 0 {
+				path = fmt.Sprintf("/bo/documents/%s/revisions?limit=2&full=%s&before=%d", d.ID, full, page.NextBefore)
+			}
+		}
+		if fmt.Sprint(got) != "[5 3 2 1]" {
+			t.Errorf("full=%s: the pages listed revisions %v; want [5 3 2 1] (4 is missing)", full, got)
+		}
+	}
+}
+
+// TestFullRevisionPagesAreCapped (review finding 5): a page of whole
+// revisions holds at most 20 whatever limit asks, and says where the next
+// starts.
+func TestFullRevisionPagesAreCapped(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	d := r.create(`{"type":"MARKDOWN","title":"v1","content":"x"}`)
+	for i := 2; i <= 25; i++ {
+		r.must("PATCH", "/bo/documents/"+d.ID, fmt.Sprintf(`{"type":"MARKDOWN","title":"v%d","content":"y"}`, i), 200)
+	}
+	var page struct {
+		Revisions  []json.RawMessage `json:"revisions"`
+		NextBefore int64             `json:"nextBefore"`
+	}
+	r.must("GET", "/bo/documents/"+d.ID+"/revisions?full=true&limit=200", "", 200).json(t, &page)
+	if len(page.Revisions) != 20 || page.NextBefore != 6 {
+		t.Errorf("full=true&limit=200: %d revisions, nextBefore %d; want 20, 6", len(page.Revisions), page.NextBefore)
+	}
+	page.NextBefore = 0
+	r.must("GET", "/bo/documents/"+d.ID+"/revisions?limit=200", "", 200).json(t, &page)
+	if len(page.Revisions) != 25 || page.NextBefore != 0 {
+		t.Errorf("limit=200 (not full): %d revisions, nextBefore %d; want 25, none", len(page.Revisions), page.NextBefore)
+	}
+}
+
 // revisionsInFull: ?full=true lists each revision as GET …/revisions/{rev}
 // answers it, byte for byte (doclib export reads a history in one request).
 func revisionsInFull(t *testing.T, r *replica, id string) {
@@ -449,8 +514,9 @@ func TestPublishRace(t *testing.T) {
 				patched = true
 			}
 		}
-		revs, err := r.svc.Revisions(context.Background(), d.ID, 0, 100, false)
+		page, err := r.svc.Revisions(context.Background(), d.ID, 0, 100, false)
 		testkit.Must(t, err, "Revisions")
+		revs := page.Revisions
 		for i, rev := range revs {
 			if rev.Version != int64(len(revs)-i) {
 				t.Errorf("revisions not contiguous: %+v", revs)

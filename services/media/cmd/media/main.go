@@ -211,5 +211,12 @@ func isUpload(r *http.Request) bool { return r.Method == http.MethodPost && r.UR
 // bound answers a write that has not answered within the request budget
 // as an unknown outcome (httpx.Bound); the upload bounds its own calls.
 func bound(h http.Handler) http.Handler {
-	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, isUpload)
+	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, streams)
+}
+
+// streams reports the writes whose body streams for as long as its file
+// takes: the upload and a media import (doclib import), which bound their
+// own calls; a file over a few hundred MiB takes longer than the budget.
+func streams(r *http.Request) bool {
+	return isUpload(r) || (r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/bo/import/medias/"))
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/httpx"
 )
 
 func TestLoad(t *testing.T) {
@@ -32,6 +35,25 @@ func TestLoad(t *testing.T) {
 	for _, key := range []string{"MONGODB_URI", "CATALOG_URL", "NATS_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "MEDIA_MAX_UPLOAD_SIZE", "IDENTITY_SIGNING_KEY"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("error %v should name %s", err, key)
+		}
+	}
+}
+
+// TestAMediaImportIsNotCutAtTheBudget: a media import streams its file for
+// as long as it takes (a 512 MiB one took over 5 s and was answered 503
+// outcome_unknown, its upload cancelled); other writes keep the bound.
+func TestAMediaImportIsNotCutAtTheBudget(t *testing.T) {
+	t.Parallel()
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(httpx.RequestBudget + httpx.BoundGrace + 300*time.Millisecond)
+		w.WriteHeader(http.StatusCreated)
+	})
+	h := bound(slow)
+	for path, want := range map[string]int{"/bo/import/medias/abc": http.StatusCreated, "/bo/medias/abc": http.StatusServiceUnavailable} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, path, strings.NewReader("x")))
+		if rec.Code != want {
+			t.Errorf("a slow PUT %s: %d, want %d", path, rec.Code, want)
 		}
 	}
 }

@@ -1,0 +1,104 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/doclib/cmd/doclib/internal/client"
+)
+
+// revisionServer answers the revision listing as the catalog does: a page
+// covers limit versions below before, whichever are stored; nextBefore is
+// the lowest covered while above 1 and the page held one.
+func revisionServer(t *testing.T, stored map[int64]bool, asked *[]string) *client.Client {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*asked = append(*asked, r.URL.RawQuery)
+		before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+		limit, _ := strconv.ParseInt(r.URL.Query().Get("limit"), 10, 64)
+		page := struct {
+			Revisions  []json.RawMessage `json:"revisions"`
+			NextBefore int64             `json:"nextBefore,omitempty"`
+		}{Revisions: []json.RawMessage{}}
+		for v := before - 1; v >= 1 && v >= before-limit; v-- {
+			if stored[v] {
+				page.Revisions = append(page.Revisions, json.RawMessage(fmt.Sprintf(`{"version":%d}`, v)))
+			}
+		}
+		if low := before - limit; low > 1 && len(page.Revisions) > 0 {
+			page.NextBefore = low
+		}
+		_ = json.NewEncoder(w).Encode(page)
+	}))
+	t.Cleanup(srv.Close)
+	return client.New(srv.URL, "t")
+}
+
+func versionsUpTo(n int64, except ...int64) map[int64]bool {
+	out := map[int64]bool{}
+	for v := int64(1); v <= n; v++ {
+		out[v] = true
+	}
+	for _, v := range except {
+		delete(out, v)
+	}
+	return out
+}
+
+// TestRevisionsAreConsecutive (review finding 1): the exporter takes the
+// revisions of a document only if they run down from its version without
+// a gap; a gap is an error naming the entry, never a shorter history.
+func TestRevisionsAreConsecutive(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		version int64
+		stored  map[int64]bool
+		want    int    // revisions exported
+		err     string // or the error
+	}{
+		{"every revision, three pages", 120, versionsUpTo(120), 120, ""},
+		{"the oldest removed by retention", 120, versionsUpTo(120, 1, 2, 3), 117, ""},
+		{"a gap", 120, versionsUpTo(120, 60), 0, "revision 59 where 60 was due"},
+		{"the newest not stored", 120, versionsUpTo(120, 120), 0, "revision 119 where 120 was due"},
+		{"newer than the detail read", 100, versionsUpTo(101), 100, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var asked []string
+			e := &Exporter{c: revisionServer(t, c.stored, &asked)}
+			revs, err := e.revisions(context.Background(), "d1", c.version)
+			switch {
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "documents/d1.json")):
+				t.Errorf("got %d revisions, error %v; want an error naming documents/d1.json: %s", len(revs), err, c.err)
+			case c.err == "" && (err != nil || len(revs) != c.want):
+				t.Errorf("got %d revisions, error %v; want %d", len(revs), err, c.want)
+			case c.err == "" && revisionVersion(revs[0]) > revisionVersion(revs[len(revs)-1]):
+				t.Errorf("revisions not oldest first")
+			}
+			if !strings.Contains(asked[0], "before="+strconv.FormatInt(c.version+1, 10)) {
+				t.Errorf("first page asked %q; want it to start at the document's version", asked[0])
+			}
+		})
+	}
+}
+
+// TestRevisionsStopPastAnEntry (review finding 6): a history past what an
+// entry may hold fails naming the document once its bytes read pass the
+// limit, not after every page is held.
+func TestRevisionsStopPastAnEntry(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	e := &Exporter{c: revisionServer(t, versionsUpTo(120), &asked), entryLimit: 20 * len(`{"version":100}`)}
+	_, err := e.revisions(context.Background(), "d1", 120)
+	if err == nil || !strings.Contains(err.Error(), "documents/d1.json") {
+		t.Fatalf("a history over the entry limit: %v; want an error naming documents/d1.json", err)
+	}
+	if len(asked) != 2 {
+		t.Errorf("%d pages read; want 2 (the limit is passed in the second)", len(asked))
+	}
+}
