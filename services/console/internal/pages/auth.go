@@ -55,7 +55,7 @@ func (p *Pages) signIn(c *gin.Context) {
 		return
 	}
 	s := p.cfg.Sessions.Create(token, me.Name, session.Role(me.Role))
-	p.setCookie(c, s.ID, int(p.cfg.Sessions.TTL().Seconds()))
+	p.setCookie(c, cookieName, s.ID, Base+"/", int(p.cfg.Sessions.TTL().Seconds()))
 	c.Redirect(http.StatusSeeOther, Base+"/")
 }
 
@@ -106,9 +106,10 @@ func tooManySignIns(c *gin.Context, wait time.Duration) *boclient.APIError {
 		Detail: fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs)}
 }
 
-func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
+// setCookie sets (maxAge < 0: clears) one of the console's cookies.
+func (p *Pages) setCookie(c *gin.Context, name, value, path string, maxAge int) {
 	http.SetCookie(c.Writer, &http.Cookie{
-		Name: cookieName, Value: value, Path: Base + "/", MaxAge: maxAge,
+		Name: name, Value: value, Path: path, MaxAge: maxAge,
 		HttpOnly: true, Secure: p.cfg.SecureCookie, SameSite: http.SameSiteLaxMode,
 	})
 }
@@ -127,7 +128,7 @@ func (p *Pages) signOut(c *gin.Context) {
 		}
 		p.cfg.Sessions.Delete(id)
 	}
-	p.setCookie(c, "", -1)
+	p.setCookie(c, cookieName, "", Base+"/", -1)
 	if end == "" {
 		c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
 		return

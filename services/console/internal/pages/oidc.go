@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -13,9 +14,10 @@ import (
 	"github.com/doclib/services/console/internal/signin"
 )
 
-// attemptCookie binds a sign-in at the provider to the browser that
-// started it; scoped to the sign-in paths, gone after the callback.
-const attemptCookie = "doclib_console_signin"
+// attemptCookie, followed by the attempt's signin.CookieSuffix, holds a
+// sign-in at the provider sealed, in the browser that started it; scoped
+// to the sign-in paths, gone after the callback.
+const attemptCookie = "doclib_console_signin_"
 
 // signInOptions is what the sign-in page offers.
 type signInOptions struct {
@@ -34,36 +36,33 @@ func (p *Pages) signInFailed(c *gin.Context, e *boclient.APIError) {
 	p.render(c, status(e), "signin", view{Title: "Sign in", Error: e, Data: p.signInOptions()})
 }
 
-// startOIDC sends the browser to the provider with a new attempt.
+// startOIDC sends the browser to the provider with a new attempt. It is
+// a POST, so the cross-origin protection stops another site starting
+// sign-ins in a person's browser.
 func (p *Pages) startOIDC(c *gin.Context) {
-	if p.cfg.OIDC == nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	to, binding, err := p.cfg.OIDC.Start(ctx)
+	a, err := p.cfg.OIDC.Start(ctx)
 	if err != nil {
 		p.signInFailed(c, p.providerProblem(err))
 		return
 	}
-	p.attemptCookie(c, binding, int(signin.AttemptTTL/time.Second))
-	c.Redirect(http.StatusSeeOther, to)
+	p.setCookie(c, attemptCookie+a.Cookie, a.Sealed, Base+"/sign-in/", int(signin.AttemptTTL/time.Second))
+	c.Redirect(http.StatusSeeOther, a.URL)
 }
 
 // finishOIDC takes the provider's answer: the attempt it names is used up
 // whatever happens, the gateway says who the access token names, and a
 // session lasting no longer than the token starts.
 func (p *Pages) finishOIDC(c *gin.Context) {
-	if p.cfg.OIDC == nil {
-		c.Status(http.StatusNotFound)
-		return
+	name := attemptCookie + signin.CookieSuffix(c.Query("state"))
+	sealed, err := c.Cookie(name)
+	if err == nil { // only the attempt this answer names is cleared
+		p.setCookie(c, name, "", Base+"/sign-in/", -1)
 	}
-	binding, _ := c.Cookie(attemptCookie)
-	p.attemptCookie(c, "", -1)
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	res, err := p.cfg.OIDC.Finish(ctx, c.Request.URL.Query(), binding)
+	res, err := p.cfg.OIDC.Finish(ctx, c.Request.URL.Query(), sealed)
 	if err != nil {
 		p.signInFailed(c, p.providerProblem(err))
 		return
@@ -75,15 +74,28 @@ func (p *Pages) finishOIDC(c *gin.Context) {
 	}
 	s := p.cfg.Sessions.Add(session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: me.Name,
 		Role: session.Role(me.Role), Expires: res.Expires})
-	p.setCookie(c, s.ID, max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
+	p.setCookie(c, cookieName, s.ID, Base+"/", max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
 	c.Redirect(http.StatusSeeOther, Base+"/")
 }
 
-func (p *Pages) attemptCookie(c *gin.Context, value string, maxAge int) {
-	http.SetCookie(c.Writer, &http.Cookie{
-		Name: attemptCookie, Value: value, Path: Base + "/sign-in/", MaxAge: maxAge,
-		HttpOnly: true, Secure: p.cfg.SecureCookie, SameSite: http.SameSiteLaxMode,
-	})
+// withOIDC answers 404 for the provider's routes when there is none.
+func (p *Pages) withOIDC(c *gin.Context) {
+	if p.cfg.OIDC == nil {
+		c.AbortWithStatus(http.StatusNotFound)
+		return
+	}
+	c.Next()
+}
+
+// signInCSP lets the sign-in page's form that starts a sign-in be
+// redirected to the provider: browsers apply form-action to the
+// redirects that follow a form's POST.
+func (p *Pages) signInCSP(c *gin.Context) {
+	if p.cfg.OIDC == nil {
+		return
+	}
+	targets := strings.Join(p.cfg.OIDC.FormTargets(), " ")
+	c.Header("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+targets, 1))
 }
 
 // providerProblem says in words why a sign-in at the provider failed; the
@@ -97,8 +109,6 @@ func (p *Pages) providerProblem(err error) *boclient.APIError {
 	case errors.As(err, &refused):
 		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "sign_in_refused",
 			Detail: "The identity provider did not sign you in: " + refused.Reason + ". Sign in again."}
-	case errors.Is(err, signin.ErrBusy):
-		return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "busy", Detail: err.Error()}
 	}
 	p.cfg.Log.Warn("identity provider unavailable", "err", err)
 	return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "provider_unavailable",
