@@ -66,7 +66,7 @@ func load(env *config.Env) (settings, error) {
 	if s.sessionTTL < time.Minute {
 		env.Check("CONSOLE_SESSION_TTL", errors.New("must be at least 1m"))
 	}
-	s.oidc = signin.FromEnv(env, s.origin, s.apiTimeout)
+	s.oidc = signin.FromEnv(env, s.origin)
 	if !s.tokenSignIn && s.oidc == nil {
 		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true when CONSOLE_OIDC_ISSUER_URL is unset: the console needs a way to sign in"))
 	}
@@ -88,6 +88,9 @@ func run(ctx context.Context) error {
 	}
 	defer proc.Stop()
 	log := proc.Log
+	if cfg.oidc != nil {
+		cfg.oidc.DiscoverInBackground(log)
+	}
 
 	p, err := pages.New(pages.Config{
 		API:            boclient.New(cfg.apiURL, cfg.apiTimeout),

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"time"
 
 	"github.com/doclib/libs/config"
 )
@@ -17,7 +16,7 @@ const CallbackPath = "/console/sign-in/callback"
 // when CONSOLE_OIDC_ISSUER_URL is unset. The redirect URI is the
 // console's origin (CONSOLE_ORIGIN, where browsers reach it) followed by
 // CallbackPath: it must be registered at the provider as it is.
-func FromEnv(env *config.Env, origin *url.URL, timeout time.Duration) *Provider {
+func FromEnv(env *config.Env, origin *url.URL) *Provider {
 	issuer := env.OptionalURL("CONSOLE_OIDC_ISSUER_URL")
 	if issuer == nil {
 		return nil
@@ -27,7 +26,7 @@ func FromEnv(env *config.Env, origin *url.URL, timeout time.Duration) *Provider 
 		ClientID:     env.Required("CONSOLE_OIDC_CLIENT_ID"),
 		ClientSecret: env.OptionalSecret("CONSOLE_OIDC_CLIENT_SECRET"),
 		Scopes:       env.List("CONSOLE_OIDC_SCOPES", []string{"openid", "profile"}),
-		HTTP:         &http.Client{Timeout: timeout},
+		HTTP:         &http.Client{Timeout: ProviderTimeout},
 	}
 	if !slices.Contains(cfg.Scopes, "openid") {
 		env.Check("CONSOLE_OIDC_SCOPES", errors.New("must include openid"))
