@@ -69,7 +69,7 @@ func (p *Pages) finishOIDC(c *gin.Context) {
 	}
 	me, err := p.cfg.API.Me(ctx, res.AccessToken)
 	if err != nil {
-		p.signInFailed(c, meProblem(err))
+		p.signInFailed(c, p.meProblem(err))
 		return
 	}
 	s := p.cfg.Sessions.Add(session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: me.Name,
@@ -98,33 +98,39 @@ func (p *Pages) signInCSP(c *gin.Context) {
 	c.Header("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+targets, 1))
 }
 
-// providerProblem says in words why a sign-in at the provider failed; the
-// cause of an outage goes to the log, not to the page.
+// providerProblem says in words why a sign-in at the provider failed;
+// each failure goes to the log at Warn with its reason (never a token),
+// an outage's cause only there, not on the page.
 func (p *Pages) providerProblem(err error) *boclient.APIError {
 	var refused *signin.Refused
+	var e *boclient.APIError
 	switch {
 	case errors.Is(err, signin.ErrAttempt):
-		return &boclient.APIError{Status: http.StatusBadRequest, Code: "sign_in_not_started",
+		e = &boclient.APIError{Status: http.StatusBadRequest, Code: "sign_in_not_started",
 			Detail: "This answer of the identity provider matches no sign-in started in this browser: it was already used, took too long, or was started elsewhere. Sign in again."}
 	case errors.As(err, &refused):
-		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "sign_in_refused",
+		e = &boclient.APIError{Status: http.StatusUnauthorized, Code: "sign_in_refused",
 			Detail: "The identity provider did not sign you in: " + refused.Reason + ". Sign in again."}
+	default:
+		e = &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "provider_unavailable",
+			Detail: "The identity provider cannot be reached right now, so nobody can sign in with it. Try again in a few minutes."}
 	}
-	p.cfg.Log.Warn("identity provider unavailable", "err", err)
-	return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "provider_unavailable",
-		Detail: "The identity provider cannot be reached right now, so nobody can sign in with it. Try again in a few minutes."}
+	p.cfg.Log.Warn("sign-in at the identity provider failed", "code", e.Code, "status", e.Status, "reason", err.Error())
+	return e
 }
 
 // meProblem says why the gateway did not accept the provider's token.
-func meProblem(err error) *boclient.APIError {
+func (p *Pages) meProblem(err error) *boclient.APIError {
 	e := boclient.AsAPIError(err)
 	switch e.Status {
 	case http.StatusUnauthorized:
-		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "token_not_accepted",
+		e = &boclient.APIError{Status: http.StatusUnauthorized, Code: "token_not_accepted",
 			Detail: "The library's API does not accept the identity provider's token: the gateway must trust this provider (OIDC_ISSUER_URL) with this console's client as the audience (OIDC_AUDIENCE)."}
 	case http.StatusForbidden:
-		return &boclient.APIError{Status: http.StatusForbidden, Code: "no_role",
+		e = &boclient.APIError{Status: http.StatusForbidden, Code: "no_role",
 			Detail: "You are signed in at the identity provider, but your account has no role in the library. Ask for the viewer or editor role."}
 	}
+	p.cfg.Log.Warn("the gateway refused the identity provider's token at sign-in", "code", e.Code, "status", e.Status,
+		"reason", boclient.AsAPIError(err).Detail)
 	return e
 }

@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -78,5 +79,23 @@ func TestRefusedTokenEndsTheSession(t *testing.T) {
 	}
 	if _, ok := c.sessions.Get(s.ID); ok {
 		t.Error("the session whose token the API refused is still live")
+	}
+}
+
+// TestSignInFailuresLogged: every failed sign-in at the provider is
+// logged at Warn with its reason.
+func TestSignInFailuresLogged(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	p := &Pages{cfg: Config{Log: slog.New(slog.NewTextHandler(&buf, nil))}}
+	for _, err := range []error{signin.ErrAttempt, &signin.Refused{Reason: "the ID token was not issued for this sign-in (nonce)"},
+		&signin.Unavailable{Err: errors.New("connection refused")}} {
+		p.providerProblem(err)
+	}
+	p.meProblem(&boclient.APIError{Status: http.StatusUnauthorized, Detail: "the bearer token is not valid"})
+	for _, want := range []string{"sign_in_not_started", "(nonce)", "connection refused", "token_not_accepted"} {
+		if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), want) {
+			t.Errorf("the log does not say %q at Warn:\n%s", want, buf.String())
+		}
 	}
 }

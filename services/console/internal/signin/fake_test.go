@@ -26,6 +26,7 @@ type fakeProvider struct {
 	claims   map[string]any // the next ID token's, beyond iss and exp
 	noID     bool           // answer without an ID token
 	access   string         // the access token given ("" : an opaque one)
+	keysDown bool           // the keys answer 503
 	verifier string         // the last code_verifier received
 }
 
@@ -43,6 +44,13 @@ func newFakeProvider(t *testing.T) *fakeProvider {
 			"end_session_endpoint": f.URL + "/end", "id_token_signing_alg_values_supported": []string{"RS256"}})
 	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
+		f.mu.Lock()
+		down := f.keysDown
+		f.mu.Unlock()
+		if down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
 		writeJSON(w, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Algorithm: "RS256", Use: "sig"}}})
 	})
 	mux.HandleFunc("/token", f.token)

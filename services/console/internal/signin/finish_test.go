@@ -79,3 +79,21 @@ func idClaims(aud, nonce string) map[string]any {
 	return map[string]any{"aud": aud, "sub": "3f1c-uuid", "nonce": nonce, "preferred_username": "alice",
 		"iat": time.Now().Unix()}
 }
+
+// TestKeysDown: the provider's keys failing while an ID token is checked
+// is the provider unavailable (503, try later), not a refusal (401).
+func TestKeysDown(t *testing.T) {
+	t.Parallel()
+	f := newFakeProvider(t)
+	p := provider(f)
+	a, q := started(t, p)
+	f.answer(idClaims("console", q.Get("nonce")), "", false)
+	f.mu.Lock()
+	f.keysDown = true
+	f.mu.Unlock()
+	_, err := p.Finish(context.Background(), url.Values{"state": {q.Get("state")}, "code": {"c"}}, a.Sealed)
+	var down *Unavailable
+	if !errors.As(err, &down) {
+		t.Errorf("keys down: %v, want *Unavailable", err)
+	}
+}

@@ -122,12 +122,16 @@ func (p *Provider) fetchDiscovery(ctx context.Context) (*discovered, error) {
 	}
 	var extra struct {
 		EndSession string `json:"end_session_endpoint"`
+		JWKS       string `json:"jwks_uri"`
 	}
-	_ = op.Claims(&extra) // the document parsed already; the field is optional
+	_ = op.Claims(&extra) // the document parsed already (jwks_uri is required there)
+	// The key set's calls run under each sign-in's context; this one only
+	// carries the HTTP client.
+	keys := &keySet{remote: oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), p.cfg.HTTP), extra.JWKS)}
 	return &discovered{
 		oauth: oauth2.Config{ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret,
 			Endpoint: op.Endpoint(), RedirectURL: p.cfg.RedirectURL, Scopes: p.cfg.Scopes},
-		verifier:   op.Verifier(&oidc.Config{ClientID: p.cfg.ClientID}),
+		verifier:   oidc.NewVerifier(p.cfg.Issuer, keys, &oidc.Config{ClientID: p.cfg.ClientID}),
 		endSession: extra.EndSession,
 	}, nil
 }
@@ -201,8 +205,12 @@ func (p *Provider) check(ctx context.Context, d *discovered, raw, accessToken, n
 	if raw == "" || accessToken == "" {
 		return "", &Refused{Reason: "the identity provider gave no ID token or no access token"}
 	}
-	idt, err := d.verifier.Verify(p.ctx(ctx), raw)
-	if err != nil {
+	var keysFailed error
+	idt, err := d.verifier.Verify(context.WithValue(p.ctx(ctx), keysFailedKey{}, &keysFailed), raw)
+	switch {
+	case keysFailed != nil:
+		return "", &Unavailable{Err: keysFailed}
+	case err != nil:
 		return "", &Refused{Reason: "the ID token is not valid: " + err.Error()}
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(nonce)) != 1 {
