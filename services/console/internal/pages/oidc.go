@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -56,7 +57,7 @@ func (p *Pages) startOIDC(c *gin.Context) {
 // session lasting no longer than the token starts.
 func (p *Pages) finishOIDC(c *gin.Context) {
 	name := attemptCookie + signin.CookieSuffix(c.Query("state"))
-	sealed, err := c.Cookie(name)
+	sealed, err := c.Cookie(p.cookie(name))
 	if err == nil { // only the attempt this answer names is cleared
 		p.setCookie(c, name, "", Base+"/sign-in/", -1)
 	}
@@ -72,10 +73,10 @@ func (p *Pages) finishOIDC(c *gin.Context) {
 		p.signInFailed(c, p.meProblem(err))
 		return
 	}
-	s := p.cfg.Sessions.Add(session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: me.Name,
+	// The ID token's preferred_username or name: the gateway's name is the
+	// JWT's sub, often an opaque id.
+	p.startSession(c, session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: cmp.Or(res.Name, me.Name),
 		Role: session.Role(me.Role), Expires: res.Expires})
-	p.setCookie(c, cookieName, s.ID, Base+"/", max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
-	c.Redirect(http.StatusSeeOther, Base+"/")
 }
 
 // withOIDC answers 404 for the provider's routes when there is none.

@@ -24,17 +24,21 @@ type console struct {
 	sessions *session.Store
 }
 
-// newConsole serves the pages with gateway as the /bo API and oidc (may
-// be nil) as the provider.
-func newConsole(t *testing.T, gateway http.Handler, oidc *signin.Provider) console {
+// newConsole serves the pages with gateway as the /bo API; change, when
+// not nil, changes their Config.
+func newConsole(t *testing.T, gateway http.Handler, change func(*Config)) console {
 	t.Helper()
 	gw := httptest.NewServer(gateway)
 	t.Cleanup(gw.Close)
 	base, _ := url.Parse(gw.URL)
 	sessions := session.NewStore(time.Hour)
-	p, err := New(Config{API: boclient.New(base, 5*time.Second), Sessions: sessions,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TokenSignIn: true, OIDC: oidc,
-		Origin: "http://console.test", Timeout: 5 * time.Second})
+	cfg := Config{API: boclient.New(base, 5*time.Second), Sessions: sessions,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TokenSignIn: true,
+		Origin: "http://console.test", Timeout: 5 * time.Second}
+	if change != nil {
+		change(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +101,56 @@ func TestSignInFailuresLogged(t *testing.T) {
 		if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), want) {
 			t.Errorf("the log does not say %q at Warn:\n%s", want, buf.String())
 		}
+	}
+}
+
+// accepting is a gateway whose /bo/me names alice, an editor.
+var accepting = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"name":"alice","role":"editor"}`)
+})
+
+// signIn signs in with a token and returns the session cookie set.
+func (c console) signIn(t *testing.T, cookies ...*http.Cookie) *http.Cookie {
+	t.Helper()
+	res := c.do("POST", "/console/sign-in", "token=dev-token", cookies...)
+	for _, ck := range res.Cookies() {
+		if strings.HasSuffix(ck.Name, cookieName) && ck.MaxAge > 0 {
+			return ck
+		}
+	}
+	t.Fatalf("sign-in: %d, no session cookie", res.StatusCode)
+	return nil
+}
+
+// TestSignInAgainEndsThePrevious: a second sign-in in the same browser
+// ends the session its cookie named.
+func TestSignInAgainEndsThePrevious(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, accepting, nil)
+	first := c.signIn(t)
+	second := c.signIn(t, first)
+	if _, ok := c.sessions.Get(first.Value); ok {
+		t.Error("the first session is still live after signing in again")
+	}
+	if _, ok := c.sessions.Get(second.Value); !ok {
+		t.Error("the second session is not live")
+	}
+}
+
+// TestHostCookies: behind TLS the session cookie is __Host- (Secure,
+// Path=/, no Domain), and that is the cookie the console reads.
+func TestHostCookies(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, accepting, func(cfg *Config) { cfg.SecureCookie = true })
+	ck := c.signIn(t)
+	if ck.Name != "__Host-"+cookieName || !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
+		t.Errorf("session cookie %+v, want __Host-%s, Secure, HttpOnly, Path=/, no Domain", ck, cookieName)
+	}
+	if res := c.do("GET", "/console/settings", "", ck); res.StatusCode == http.StatusSeeOther {
+		t.Errorf("the __Host- cookie does not sign in: sent to %s", res.Header.Get("Location"))
+	}
+	if res := c.do("GET", "/console/settings", "", &http.Cookie{Name: cookieName, Value: ck.Value}); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("a cookie without the prefix signed in behind TLS: %d", res.StatusCode)
 	}
 }
