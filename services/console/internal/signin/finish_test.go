@@ -97,3 +97,22 @@ func TestKeysDown(t *testing.T) {
 		t.Errorf("keys down: %v, want *Unavailable", err)
 	}
 }
+
+// TestEndSessionURL: none before the provider was discovered; then its
+// end_session_endpoint with the client, the ID token as a hint and where
+// to come back.
+func TestEndSessionURL(t *testing.T) {
+	t.Parallel()
+	f := newFakeProvider(t)
+	p := provider(f)
+	if u := p.EndSessionURL("idt", "http://console/sign-in"); u != "" {
+		t.Errorf("before discovery: %q, want none", u)
+	}
+	started(t, p)
+	u, err := url.Parse(p.EndSessionURL("idt", "http://console/sign-in?why=signed-out"))
+	q := u.Query()
+	if err != nil || u.Path != "/end" || q.Get("client_id") != "console" || q.Get("id_token_hint") != "idt" ||
+		q.Get("post_logout_redirect_uri") != "http://console/sign-in?why=signed-out" {
+		t.Errorf("end session URL %v, want the provider's /end with client_id, id_token_hint, post_logout_redirect_uri", u)
+	}
+}
