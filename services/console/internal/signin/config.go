@@ -16,10 +16,10 @@ const CallbackPath = "/console/sign-in/callback"
 // FromEnv reads the sign-in at an OpenID provider (CONSOLE_OIDC_*); nil
 // when CONSOLE_OIDC_ISSUER_URL is unset (then any other CONSOLE_OIDC_*
 // set is an error: a setting silently ignored is a sign-in that silently
-// does not happen). The redirect URI is the console's origin
-// (CONSOLE_ORIGIN, where browsers reach it) followed by CallbackPath: it
-// must be registered at the provider as it is.
-func FromEnv(env *config.Env, origin *url.URL) *Provider {
+// does not happen). The redirect URI is site (CONSOLE_ORIGIN's scheme and
+// host, where browsers reach it) followed by CallbackPath: it must be
+// registered at the provider as it is.
+func FromEnv(env *config.Env, site string) *Provider {
 	// As written, as the gateway takes OIDC_ISSUER_URL: the ID token's iss
 	// must equal it byte for byte.
 	issuer := env.String("CONSOLE_OIDC_ISSUER_URL", "")
@@ -42,8 +42,8 @@ func FromEnv(env *config.Env, origin *url.URL) *Provider {
 	if !slices.Contains(cfg.Scopes, "openid") {
 		env.Check("CONSOLE_OIDC_SCOPES", errors.New("must include openid"))
 	}
-	if origin != nil {
-		cfg.RedirectURL = origin.Scheme + "://" + origin.Host + CallbackPath
+	if site != "" {
+		cfg.RedirectURL = site + CallbackPath
 	}
 	return New(cfg)
 }
