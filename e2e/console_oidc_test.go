@@ -10,10 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/doclib/libs/devserver"
 	"github.com/doclib/libs/testkit"
@@ -173,6 +176,7 @@ func TestConsoleSignInWithOIDC(t *testing.T) {
 	waitForDiscovery(t, st)
 	waitForConsoleDiscovery(t, st)
 
+	t.Run("in Chromium the sign-in button reaches the provider", func(t *testing.T) { oidcInABrowser(t, st, issuer) })
 	var editor *http.Client
 	t.Run("an editor signs in, lists and edits", func(t *testing.T) { editor = oidcEditor(t, st) })
 	t.Run("the provider's answer is used once, by its browser", func(t *testing.T) { oidcReplays(t, st) })
@@ -395,4 +399,26 @@ func oidcSignOut(t *testing.T, st *Stack, c *http.Client, issuer string) {
 	if u != st.AdminURL+"/console/sign-in?why=signed-out" {
 		t.Errorf("the provider's sign-out sent the browser to %q, want the console's sign-in", u)
 	}
+}
+
+// oidcInABrowser: the sign-in page's form (a POST, answered by a redirect
+// to another origin) reaches the provider in Chromium, which applies the
+// page's CSP form-action to that redirect: 'self' alone would stop it.
+func oidcInABrowser(t *testing.T, st *Stack, issuer string) {
+	b := newBrowser(t)
+	atProvider := `location.href.startsWith(` + strconv.Quote(issuer+"/") + `)`
+	b.run(t, "sign in at the provider", chromedp.Navigate(st.AdminURL+"/console/sign-in"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/sign-in/provider"] button`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			for {
+				if ok, err := chromedp.Evaluate[bool](atProvider)(ctx, tg); err == nil && ok {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("the browser never reached the provider: %w", ctx.Err())
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}))
 }
