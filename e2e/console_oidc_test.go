@@ -10,10 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/doclib/libs/devserver"
 	"github.com/doclib/libs/testkit"
@@ -97,7 +100,8 @@ type oidcAttempt struct {
 // form as user, stopping before the console's callback.
 func logInAtProvider(t *testing.T, st *Stack, c *http.Client, user, password string) oidcAttempt {
 	t.Helper()
-	res, _ := fetch(t, c, st.AdminURL+"/console/sign-in/provider")
+	res := startAtProvider(t, c, st)
+	readAll(t, res)
 	auth, _ := url.Parse(next(t, "start", res))
 	at := oidcAttempt{authorize: auth}
 	u := auth.String()
@@ -122,6 +126,17 @@ func logInAtProvider(t *testing.T, st *Stack, c *http.Client, user, password str
 	}
 	at.callback = u
 	return at
+}
+
+// startAtProvider starts a sign-in at the provider as the sign-in page's
+// form does: a POST.
+func startAtProvider(t *testing.T, c *http.Client, st *Stack) *http.Response {
+	t.Helper()
+	res, err := c.PostForm(st.AdminURL+"/console/sign-in/provider", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // signInOIDC signs user in through the provider and returns the
@@ -152,13 +167,16 @@ func TestConsoleSignInWithOIDC(t *testing.T) {
 			"CONSOLE_OIDC_CLIENT_SECRET=" + oidcSecret},
 	})
 	// The provider is not up yet: a clear page, not a 500.
-	res, page := fetch(t, browserClient(), st.AdminURL+"/console/sign-in/provider")
+	res := startAtProvider(t, browserClient(), st)
+	page := readAll(t, res)
 	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "identity provider cannot be reached") {
 		t.Errorf("sign-in with the provider down: %d, want 503 saying so; page %.300s", res.StatusCode, page)
 	}
 	startProvider(t, addr, "ed:ed-password:editor", "vi:vi-password:viewer", "nobody:nobody-password:")
 	waitForDiscovery(t, st)
+	waitForConsoleDiscovery(t, st)
 
+	t.Run("in Chromium the sign-in button reaches the provider", func(t *testing.T) { oidcInABrowser(t, st, issuer) })
 	var editor *http.Client
 	t.Run("an editor signs in, lists and edits", func(t *testing.T) { editor = oidcEditor(t, st) })
 	t.Run("the provider's answer is used once, by its browser", func(t *testing.T) { oidcReplays(t, st) })
@@ -192,6 +210,24 @@ func waitForDiscovery(t *testing.T, st *Stack) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the gateway never discovered the provider")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitForConsoleDiscovery waits until the console starts sign-ins again:
+// it keeps the provider's failure a few seconds before asking it again.
+func waitForConsoleDiscovery(t *testing.T, st *Stack) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res := startAtProvider(t, browserClient(), st)
+		readAll(t, res)
+		if res.StatusCode == http.StatusSeeOther {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the console never discovered the provider: %d", res.StatusCode)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -245,7 +281,9 @@ func oidcEditor(t *testing.T, st *Stack) *http.Client {
 }
 
 // oidcReplays: a callback is refused when replayed, when its state is
-// wrong, and in another browser than the one that started the attempt.
+// wrong, and in another browser than the one that started the attempt,
+// which still finishes its own; a sign-in is not started by a GET (a
+// link or image of another site) nor by another site's form.
 func oidcReplays(t *testing.T, st *Stack) {
 	refused := func(what string, c *http.Client, u string) {
 		t.Helper()
@@ -267,10 +305,27 @@ func oidcReplays(t *testing.T, st *Stack) {
 	q.Set("state", q.Get("state")+"x")
 	u.RawQuery = q.Encode()
 	refused("a wrong state", c, u.String())
+	if res, _ := fetch(t, c, at.callback); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the right state after a wrong one: %d, want 303 (a callback naming another state leaves the attempt alone)", res.StatusCode)
+	}
 
 	at = logInAtProvider(t, st, c, "ed", "ed-password")
 	refused("the callback in another browser", browserClient(), at.callback)
-	refused("then in the browser that started it (already used)", c, at.callback)
+	if res, _ := fetch(t, c, at.callback); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("then in the browser that started it: %d, want 303 (another browser's try does not spend it)", res.StatusCode)
+	}
+	if res, _ := fetch(t, c, st.AdminURL+"/console/sign-in/provider"); res.StatusCode/100 == 3 {
+		t.Errorf("a GET started a sign-in: %d to %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	req, _ := http.NewRequest("POST", st.AdminURL+"/console/sign-in/provider", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readAll(t, res); res.StatusCode != http.StatusForbidden {
+		t.Errorf("another site's form started a sign-in: %d, want 403", res.StatusCode)
+	}
 }
 
 func oidcViewer(t *testing.T, st *Stack) {
@@ -344,4 +399,26 @@ func oidcSignOut(t *testing.T, st *Stack, c *http.Client, issuer string) {
 	if u != st.AdminURL+"/console/sign-in?why=signed-out" {
 		t.Errorf("the provider's sign-out sent the browser to %q, want the console's sign-in", u)
 	}
+}
+
+// oidcInABrowser: the sign-in page's form (a POST, answered by a redirect
+// to another origin) reaches the provider in Chromium, which applies the
+// page's CSP form-action to that redirect: 'self' alone would stop it.
+func oidcInABrowser(t *testing.T, st *Stack, issuer string) {
+	b := newBrowser(t)
+	atProvider := `location.href.startsWith(` + strconv.Quote(issuer+"/") + `)`
+	b.run(t, "sign in at the provider", chromedp.Navigate(st.AdminURL+"/console/sign-in"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/sign-in/provider"] button`)),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			for {
+				if ok, err := chromedp.Evaluate[bool](atProvider)(ctx, tg); err == nil && ok {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("the browser never reached the provider: %w", ctx.Err())
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}))
 }

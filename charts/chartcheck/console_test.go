@@ -113,7 +113,7 @@ func TestConsoleOIDC(t *testing.T) {
 	ch := loadChart(t)
 	vals := valuesFile(t, "console-values.yaml")
 	vals["bo"] = map[string]any{"oidc": map[string]any{"issuerUrl": "https://id.example.com:8443/realms/doclib", "audience": "doclib-console"}}
-	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.library.example.com", "tokenSignIn": false,
+	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.library.example.com",
 		"oidc": map[string]any{"clientId": "doclib-console", "clientSecret": "ci-client-secret"}}
 	out, err := render(ch, vals)
 	if err != nil {
@@ -149,6 +149,10 @@ func TestConsoleOIDC(t *testing.T) {
 	if ports := egressPorts(netpol(t, m, "console")); !strings.Contains(ports, "8443") {
 		t.Errorf("the console's egress %s does not reach the issuer's port 8443", ports)
 	}
+	if strings.Contains(out["doclib/templates/NOTES.txt"], "WARNING") {
+		t.Error("NOTES.txt warns with the token sign-in off")
+	}
+	bothOn(t, ch, vals)
 	vals["bo"] = valuesFile(t, "console-values.yaml")["bo"]
 	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "needs bo.oidc.issuerUrl") {
 		t.Errorf("console.oidc without bo.oidc.issuerUrl: error %v, want the chart's refusal", err)
@@ -157,4 +161,22 @@ func TestConsoleOIDC(t *testing.T) {
 	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "no sign-in") {
 		t.Errorf("no sign-in at all: error %v, want the chart's refusal", err)
 	}
+}
+
+// bothOn: console.tokenSignIn=true beside a client id keeps the token
+// form, and NOTES.txt says so.
+func bothOn(t *testing.T, ch *chart.Chart, vals map[string]any) {
+	t.Helper()
+	vals["console"].(map[string]any)["tokenSignIn"] = true
+	out, err := render(ch, vals)
+	if err != nil {
+		t.Fatalf("render with both sign-ins: %v", err)
+	}
+	if got := env(t, deployment(t, decode(t, out), "console"))["CONSOLE_TOKEN_SIGNIN"]; got != "true" {
+		t.Errorf("CONSOLE_TOKEN_SIGNIN = %q with tokenSignIn=true, want true", got)
+	}
+	if !strings.Contains(out["doclib/templates/NOTES.txt"], "WARNING: the console offers the sign-in with a pasted") {
+		t.Errorf("NOTES.txt does not warn with both sign-ins on:\n%s", out["doclib/templates/NOTES.txt"])
+	}
+	delete(vals["console"].(map[string]any), "tokenSignIn")
 }

@@ -144,7 +144,7 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- if and .Values.console.enabled .Values.console.oidc.clientId (not .Values.bo.oidc.issuerUrl) }}
 {{- fail "console.oidc.clientId needs bo.oidc.issuerUrl: the console signs people in at the issuer the gateway trusts" }}
 {{- end }}
-{{- if and .Values.console.enabled (not .Values.console.tokenSignIn) (not .Values.console.oidc.clientId) }}
+{{- if and .Values.console.enabled (eq (include "doclib.consoleTokenSignIn" .) "false") (not .Values.console.oidc.clientId) }}
 {{- fail "console: no sign-in; set console.oidc.clientId (with bo.oidc.issuerUrl) or console.tokenSignIn=true" }}
 {{- end }}
 {{- if and .Values.console.enabled (not .Values.console.origin) }}
@@ -250,7 +250,7 @@ secrets and the downward API come after, then extraEnv.
 {{- $_ := set $plain "CONSOLE_API_URL" (printf "http://%s:%v" (include "doclib.componentName" (dict "root" $root "name" "gateway")) $v.gateway.adminPort) }}
 {{- $_ := set $plain "CONSOLE_ORIGIN" $svc.origin }}
 {{- $_ := set $plain "CONSOLE_SESSION_TTL" $svc.sessionTTL }}
-{{- $_ := set $plain "CONSOLE_TOKEN_SIGNIN" (ternary "true" "false" $svc.tokenSignIn) }}
+{{- $_ := set $plain "CONSOLE_TOKEN_SIGNIN" (include "doclib.consoleTokenSignIn" $root) }}
 {{- if $svc.oidc.clientId }}
 {{- /* The issuer the gateway trusts: the role is decided by the gateway. */}}
 {{- $_ := set $plain "CONSOLE_OIDC_ISSUER_URL" $v.bo.oidc.issuerUrl }}
@@ -367,4 +367,19 @@ pods' port instead, which .ports lists. (dict "root" $ "dest" "s3")
 {{/* A PromQL selector of this release's series. */}}
 {{- define "doclib.promSelector" -}}
 namespace="{{ .Release.Namespace }}", job=~"{{ include "doclib.fullname" . }}-(gateway|taxonomy|catalog|media|webhook)"
+{{- end }}
+
+{{/*
+Whether the console offers the sign-in with a back-office API token:
+console.tokenSignIn when set, else only without console.oidc.clientId (a
+production with an OpenID provider does not keep a paste-a-token form by
+default).
+*/}}
+{{- define "doclib.consoleTokenSignIn" -}}
+{{- $t := .Values.console.tokenSignIn -}}
+{{- if kindIs "invalid" $t -}}
+{{- ternary "false" "true" (not (empty .Values.console.oidc.clientId)) -}}
+{{- else -}}
+{{- ternary "true" "false" $t -}}
+{{- end -}}
 {{- end }}

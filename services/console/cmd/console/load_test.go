@@ -34,6 +34,10 @@ func TestLoadSignIn(t *testing.T) {
 		{"scopes without openid", with("CONSOLE_OIDC_ISSUER_URL", "https://id.example.org", "CONSOLE_OIDC_CLIENT_ID", "console",
 			"CONSOLE_OIDC_SCOPES", "profile"), "CONSOLE_OIDC_SCOPES"},
 		{"issuer not a URL", with("CONSOLE_OIDC_ISSUER_URL", "id.example.org", "CONSOLE_OIDC_CLIENT_ID", "console"), "CONSOLE_OIDC_ISSUER_URL"},
+		{"a client without an issuer", with("CONSOLE_TOKEN_SIGNIN", "true", "CONSOLE_OIDC_CLIENT_ID", "console"), "CONSOLE_OIDC_CLIENT_ID"},
+		{"a secret without an issuer", with("CONSOLE_TOKEN_SIGNIN", "true", "CONSOLE_OIDC_CLIENT_SECRET", "s"), "CONSOLE_OIDC_CLIENT_SECRET"},
+		{"an http issuer", with("CONSOLE_OIDC_ISSUER_URL", "http://id.example.org", "CONSOLE_OIDC_CLIENT_ID", "console"), "must be https"},
+		{"an http loopback issuer", with("CONSOLE_OIDC_ISSUER_URL", "http://127.0.0.1:9998", "CONSOLE_OIDC_CLIENT_ID", "console"), ""},
 		{"negative failure limit", with("CONSOLE_TOKEN_SIGNIN", "true", "CONSOLE_SIGNIN_FAILURE_LIMIT", "-1"), "CONSOLE_SIGNIN_FAILURE_LIMIT"},
 	} {
 		s, err := load(config.FromMap(tc.env))

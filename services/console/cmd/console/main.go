@@ -44,6 +44,15 @@ type settings struct {
 	signInFailures int64
 }
 
+// site is the console's origin as browsers send it (scheme and host), ""
+// when CONSOLE_ORIGIN is missing (load fails then).
+func (s settings) site() string {
+	if s.origin == nil {
+		return ""
+	}
+	return s.origin.Scheme + "://" + s.origin.Host
+}
+
 func load(env *config.Env) (settings, error) {
 	s := settings{
 		server: httpx.LoadServerConfig(env, httpx.ServerConfig{
@@ -66,7 +75,7 @@ func load(env *config.Env) (settings, error) {
 	if s.sessionTTL < time.Minute {
 		env.Check("CONSOLE_SESSION_TTL", errors.New("must be at least 1m"))
 	}
-	s.oidc = signin.FromEnv(env, s.origin, s.apiTimeout)
+	s.oidc = signin.FromEnv(env, s.site())
 	if !s.tokenSignIn && s.oidc == nil {
 		env.Check("CONSOLE_TOKEN_SIGNIN", errors.New("must be true when CONSOLE_OIDC_ISSUER_URL is unset: the console needs a way to sign in"))
 	}
@@ -88,6 +97,9 @@ func run(ctx context.Context) error {
 	}
 	defer proc.Stop()
 	log := proc.Log
+	if cfg.oidc != nil {
+		cfg.oidc.DiscoverInBackground(log)
+	}
 
 	p, err := pages.New(pages.Config{
 		API:            boclient.New(cfg.apiURL, cfg.apiTimeout),
@@ -97,7 +109,7 @@ func run(ctx context.Context) error {
 		TokenSignIn:    cfg.tokenSignIn,
 		OIDC:           cfg.oidc,
 		SignInFailures: failureLimit(cfg.signInFailures),
-		Origin:         cfg.origin.Scheme + "://" + cfg.origin.Host,
+		Origin:         cfg.site(),
 		Timeout:        cfg.apiTimeout,
 	})
 	if err != nil {
@@ -114,7 +126,7 @@ func run(ctx context.Context) error {
 	// (MEDIA_MAX_UPLOAD_SIZE) and the document's fields.
 	engine.Use(pages.Headers, pages.LimitBody(cfg.maxUpload+1<<20))
 	p.Register(engine)
-	h, err := pages.CrossOrigin(engine, []string{cfg.origin.Scheme + "://" + cfg.origin.Host})
+	h, err := pages.CrossOrigin(engine, []string{cfg.site()})
 	if err != nil {
 		return err
 	}

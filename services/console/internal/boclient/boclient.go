@@ -22,7 +22,13 @@ import (
 type Client struct {
 	base *url.URL
 	http *http.Client
+	// rejected, when set, is told each token the API answered 401.
+	rejected func(token string)
 }
+
+// OnRejected has f told every token the API refuses (401): the session
+// that sends it has ended, whichever page found out.
+func (c *Client) OnRejected(f func(token string)) { c.rejected = f }
 
 // New returns a client of the admin listener at base (scheme and host).
 // Redirects are not followed: one would carry the person's token to
@@ -145,6 +151,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	res, err := c.http.Do(req)
 	if err != nil {
 		return nil, unreachable(err)
+	}
+	if res.StatusCode == http.StatusUnauthorized && c.rejected != nil {
+		c.rejected(r.token)
 	}
 	if res.StatusCode/100 != 2 {
 		defer res.Body.Close()

@@ -54,8 +54,18 @@ func (p *Pages) signIn(c *gin.Context) {
 		p.signInFailed(c, e)
 		return
 	}
-	s := p.cfg.Sessions.Create(token, me.Name, session.Role(me.Role))
-	p.setCookie(c, s.ID, int(p.cfg.Sessions.TTL().Seconds()))
+	p.startSession(c, session.Session{Token: token, Name: me.Name, Role: session.Role(me.Role)})
+}
+
+// startSession signs the browser in as s, ending the session its cookie
+// named before (a second sign-in leaves no live session behind), and
+// sends it to the documents.
+func (p *Pages) startSession(c *gin.Context, s session.Session) {
+	if old, err := c.Cookie(p.cookie(cookieName)); err == nil {
+		p.cfg.Sessions.Delete(old)
+	}
+	s = p.cfg.Sessions.Add(s)
+	p.setCookie(c, cookieName, s.ID, Base+"/", max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
 	c.Redirect(http.StatusSeeOther, Base+"/")
 }
 
@@ -106,9 +116,24 @@ func tooManySignIns(c *gin.Context, wait time.Duration) *boclient.APIError {
 		Detail: fmt.Sprintf("Too many failed sign-ins from your address: try again in %d seconds.", secs)}
 }
 
-func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
+// cookie is the name of one of the console's cookies as sent: behind TLS
+// with the __Host- prefix, so that the browser takes it only Secure, from
+// this host (no Domain) and for Path=/ (a sub-domain cannot plant one).
+func (p *Pages) cookie(name string) string {
+	if p.cfg.SecureCookie {
+		return "__Host-" + name
+	}
+	return name
+}
+
+// setCookie sets (maxAge < 0: clears) one of the console's cookies; path
+// narrows it except behind TLS, where __Host- wants Path=/.
+func (p *Pages) setCookie(c *gin.Context, name, value, path string, maxAge int) {
+	if p.cfg.SecureCookie {
+		path = "/"
+	}
 	http.SetCookie(c.Writer, &http.Cookie{
-		Name: cookieName, Value: value, Path: Base + "/", MaxAge: maxAge,
+		Name: p.cookie(name), Value: value, Path: path, MaxAge: maxAge,
 		HttpOnly: true, Secure: p.cfg.SecureCookie, SameSite: http.SameSiteLaxMode,
 	})
 }
@@ -121,13 +146,13 @@ func (p *Pages) setCookie(c *gin.Context, value string, maxAge int) {
 // is the person's choice.
 func (p *Pages) signOut(c *gin.Context) {
 	end := ""
-	if id, err := c.Cookie(cookieName); err == nil {
+	if id, err := c.Cookie(p.cookie(cookieName)); err == nil {
 		if s, ok := p.cfg.Sessions.Get(id); ok && s.IDToken != "" && p.cfg.OIDC != nil {
 			end = p.cfg.OIDC.EndSessionURL(s.IDToken, p.cfg.Origin+Base+"/sign-in?why=signed-out")
 		}
 		p.cfg.Sessions.Delete(id)
 	}
-	p.setCookie(c, "", -1)
+	p.setCookie(c, cookieName, "", Base+"/", -1)
 	if end == "" {
 		c.Redirect(http.StatusSeeOther, Base+"/sign-in?why=signed-out")
 		return
@@ -141,7 +166,7 @@ func (p *Pages) signOut(c *gin.Context) {
 // sign-in page (a read) or are told their session ended (a write, whose
 // form is answered again by the handler that owns it: see expired).
 func (p *Pages) requireSession(c *gin.Context) {
-	id, err := c.Cookie(cookieName)
+	id, err := c.Cookie(p.cookie(cookieName))
 	s, ok := p.cfg.Sessions.Get(id)
 	if err != nil || !ok {
 		why := ""

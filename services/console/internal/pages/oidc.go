@@ -1,9 +1,11 @@
 package pages
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -13,9 +15,10 @@ import (
 	"github.com/doclib/services/console/internal/signin"
 )
 
-// attemptCookie binds a sign-in at the provider to the browser that
-// started it; scoped to the sign-in paths, gone after the callback.
-const attemptCookie = "doclib_console_signin"
+// attemptCookie, followed by the attempt's signin.CookieSuffix, holds a
+// sign-in at the provider sealed, in the browser that started it; scoped
+// to the sign-in paths, gone after the callback.
+const attemptCookie = "doclib_console_signin_"
 
 // signInOptions is what the sign-in page offers.
 type signInOptions struct {
@@ -34,87 +37,101 @@ func (p *Pages) signInFailed(c *gin.Context, e *boclient.APIError) {
 	p.render(c, status(e), "signin", view{Title: "Sign in", Error: e, Data: p.signInOptions()})
 }
 
-// startOIDC sends the browser to the provider with a new attempt.
+// startOIDC sends the browser to the provider with a new attempt. It is
+// a POST, so the cross-origin protection stops another site starting
+// sign-ins in a person's browser.
 func (p *Pages) startOIDC(c *gin.Context) {
-	if p.cfg.OIDC == nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	to, binding, err := p.cfg.OIDC.Start(ctx)
+	a, err := p.cfg.OIDC.Start(ctx)
 	if err != nil {
 		p.signInFailed(c, p.providerProblem(err))
 		return
 	}
-	p.attemptCookie(c, binding, int(signin.AttemptTTL/time.Second))
-	c.Redirect(http.StatusSeeOther, to)
+	p.setCookie(c, attemptCookie+a.Cookie, a.Sealed, Base+"/sign-in/", int(signin.AttemptTTL/time.Second))
+	c.Redirect(http.StatusSeeOther, a.URL)
 }
 
 // finishOIDC takes the provider's answer: the attempt it names is used up
 // whatever happens, the gateway says who the access token names, and a
 // session lasting no longer than the token starts.
 func (p *Pages) finishOIDC(c *gin.Context) {
-	if p.cfg.OIDC == nil {
-		c.Status(http.StatusNotFound)
-		return
+	name := attemptCookie + signin.CookieSuffix(c.Query("state"))
+	sealed, err := c.Cookie(p.cookie(name))
+	if err == nil { // only the attempt this answer names is cleared
+		p.setCookie(c, name, "", Base+"/sign-in/", -1)
 	}
-	binding, _ := c.Cookie(attemptCookie)
-	p.attemptCookie(c, "", -1)
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	res, err := p.cfg.OIDC.Finish(ctx, c.Request.URL.Query(), binding)
+	res, err := p.cfg.OIDC.Finish(ctx, c.Request.URL.Query(), sealed)
 	if err != nil {
 		p.signInFailed(c, p.providerProblem(err))
 		return
 	}
 	me, err := p.cfg.API.Me(ctx, res.AccessToken)
 	if err != nil {
-		p.signInFailed(c, meProblem(err))
+		p.signInFailed(c, p.meProblem(err))
 		return
 	}
-	s := p.cfg.Sessions.Add(session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: me.Name,
+	// The ID token's preferred_username or name: the gateway's name is the
+	// JWT's sub, often an opaque id.
+	p.startSession(c, session.Session{Token: res.AccessToken, IDToken: res.IDToken, Name: cmp.Or(res.Name, me.Name),
 		Role: session.Role(me.Role), Expires: res.Expires})
-	p.setCookie(c, s.ID, max(1, int(time.Until(s.Expires)/time.Second))) // 0 would make it a browser-session cookie
-	c.Redirect(http.StatusSeeOther, Base+"/")
 }
 
-func (p *Pages) attemptCookie(c *gin.Context, value string, maxAge int) {
-	http.SetCookie(c.Writer, &http.Cookie{
-		Name: attemptCookie, Value: value, Path: Base + "/sign-in/", MaxAge: maxAge,
-		HttpOnly: true, Secure: p.cfg.SecureCookie, SameSite: http.SameSiteLaxMode,
-	})
+// withOIDC answers 404 for the provider's routes when there is none.
+func (p *Pages) withOIDC(c *gin.Context) {
+	if p.cfg.OIDC == nil {
+		c.AbortWithStatus(http.StatusNotFound)
+		return
+	}
+	c.Next()
 }
 
-// providerProblem says in words why a sign-in at the provider failed; the
-// cause of an outage goes to the log, not to the page.
+// signInCSP lets the sign-in page's form that starts a sign-in be
+// redirected to the provider: browsers apply form-action to the
+// redirects that follow a form's POST.
+func (p *Pages) signInCSP(c *gin.Context) {
+	if p.cfg.OIDC == nil {
+		return
+	}
+	targets := strings.Join(p.cfg.OIDC.FormTargets(), " ")
+	c.Header("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+targets, 1))
+}
+
+// providerProblem says in words why a sign-in at the provider failed;
+// each failure goes to the log at Warn with its reason (never a token),
+// an outage's cause only there, not on the page.
 func (p *Pages) providerProblem(err error) *boclient.APIError {
 	var refused *signin.Refused
+	var e *boclient.APIError
 	switch {
 	case errors.Is(err, signin.ErrAttempt):
-		return &boclient.APIError{Status: http.StatusBadRequest, Code: "sign_in_not_started",
+		e = &boclient.APIError{Status: http.StatusBadRequest, Code: "sign_in_not_started",
 			Detail: "This answer of the identity provider matches no sign-in started in this browser: it was already used, took too long, or was started elsewhere. Sign in again."}
 	case errors.As(err, &refused):
-		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "sign_in_refused",
+		e = &boclient.APIError{Status: http.StatusUnauthorized, Code: "sign_in_refused",
 			Detail: "The identity provider did not sign you in: " + refused.Reason + ". Sign in again."}
-	case errors.Is(err, signin.ErrBusy):
-		return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "busy", Detail: err.Error()}
+	default:
+		e = &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "provider_unavailable",
+			Detail: "The identity provider cannot be reached right now, so nobody can sign in with it. Try again in a few minutes."}
 	}
-	p.cfg.Log.Warn("identity provider unavailable", "err", err)
-	return &boclient.APIError{Status: http.StatusServiceUnavailable, Code: "provider_unavailable",
-		Detail: "The identity provider cannot be reached right now, so nobody can sign in with it. Try again in a few minutes."}
+	p.cfg.Log.Warn("sign-in at the identity provider failed", "code", e.Code, "status", e.Status, "reason", err.Error())
+	return e
 }
 
 // meProblem says why the gateway did not accept the provider's token.
-func meProblem(err error) *boclient.APIError {
+func (p *Pages) meProblem(err error) *boclient.APIError {
 	e := boclient.AsAPIError(err)
 	switch e.Status {
 	case http.StatusUnauthorized:
-		return &boclient.APIError{Status: http.StatusUnauthorized, Code: "token_not_accepted",
+		e = &boclient.APIError{Status: http.StatusUnauthorized, Code: "token_not_accepted",
 			Detail: "The library's API does not accept the identity provider's token: the gateway must trust this provider (OIDC_ISSUER_URL) with this console's client as the audience (OIDC_AUDIENCE)."}
 	case http.StatusForbidden:
-		return &boclient.APIError{Status: http.StatusForbidden, Code: "no_role",
+		e = &boclient.APIError{Status: http.StatusForbidden, Code: "no_role",
 			Detail: "You are signed in at the identity provider, but your account has no role in the library. Ask for the viewer or editor role."}
 	}
+	p.cfg.Log.Warn("the gateway refused the identity provider's token at sign-in", "code", e.Code, "status", e.Status,
+		"reason", boclient.AsAPIError(err).Detail)
 	return e
 }

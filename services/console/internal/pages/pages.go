@@ -62,6 +62,9 @@ type Pages struct {
 // New parses the templates.
 func New(cfg Config) (*Pages, error) {
 	p := &Pages{cfg: cfg, pages: map[string]*template.Template{}}
+	if cfg.API != nil && cfg.Sessions != nil {
+		cfg.API.OnRejected(cfg.Sessions.EndToken)
+	}
 	names, err := fs.Glob(templateFiles, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -93,8 +96,8 @@ func (p *Pages) Register(r gin.IRouter) {
 	r.StaticFS(Base+"/static", noListing{http.FS(static)})
 	r.GET(Base+"/sign-in", p.signInPage)
 	r.POST(Base+"/sign-in", p.signIn)
-	r.GET(Base+"/sign-in/provider", p.startOIDC)
-	r.GET(signin.CallbackPath, p.finishOIDC)
+	r.POST(Base+"/sign-in/provider", p.withOIDC, p.startOIDC)
+	r.GET(signin.CallbackPath, p.withOIDC, p.finishOIDC)
 	r.POST(Base+"/sign-out", p.signOut)
 
 	g := r.Group(Base, p.requireSession)
@@ -148,6 +151,9 @@ func (p *Pages) render(c *gin.Context, status int, name string, v view) {
 	}
 	if s, ok := c.Get(sessionKey); ok {
 		v.Session = s.(session.Session)
+	}
+	if name == "signin" {
+		p.signInCSP(c)
 	}
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Status(status)

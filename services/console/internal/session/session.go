@@ -94,6 +94,18 @@ func (st *Store) Delete(id string) {
 	delete(st.byID, id)
 }
 
+// EndToken ends every session that sends token: the API refused it
+// (revoked, or expired sooner than said).
+func (st *Store) EndToken(token string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for id, s := range st.byID {
+		if s.Token == token {
+			delete(st.byID, id)
+		}
+	}
+}
+
 // sweep drops expired sessions; called with mu held, at each sign-in, so
 // the map holds at most the sessions of one ttl.
 func (st *Store) sweep() {

@@ -1,21 +1,23 @@
 // Package signin owns the console's sign-in at an OpenID provider: the
-// authorization-code flow with PKCE (RFC 7636, S256). Each attempt's
-// state, nonce and code verifier are kept on the server for a few
-// minutes, bound to the browser that started it (a random value in a
-// cookie) and used once. The ID token is verified (signature, issuer,
-// audience, expiry, nonce); the access token obtained is what the console
-// sends to the gateway's /bo API, which decides the person's role as for
-// any other client.
+// authorization-code flow with PKCE (RFC 7636, S256). An attempt's
+// state, nonce and code verifier travel sealed (AES-GCM, a key made when
+// the process starts) in a cookie of the browser that started it, one
+// cookie per attempt: the server keeps nothing per attempt, so nobody can
+// fill a table of attempts, and two tabs signing in do not disturb each
+// other. The ID token is verified (signature, issuer, audience, expiry,
+// nonce); the access token obtained is what the console sends to the
+// gateway's /bo API, which decides the person's role as for any other
+// client.
 package signin
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -38,21 +40,12 @@ type Config struct {
 // AttemptTTL is how long a sign-in may take at the provider.
 const AttemptTTL = 10 * time.Minute
 
-// maxAttempts bounds the attempts kept: each costs an unauthenticated
-// request, so a flood of them must not grow memory without end.
-const maxAttempts = 10000
-
 // Provider signs people in at one OpenID provider.
 type Provider struct {
-	cfg Config
-	now func() time.Time
-	// found is guarded by discoverMu, held across the provider's answer
-	// so that one request discovers; attempts by mu, never held across a
-	// call to the provider.
-	discoverMu sync.Mutex
-	found      *discovered // nil until the provider has been reached once
-	mu         sync.Mutex
-	attempts   map[string]attempt
+	cfg  Config
+	now  func() time.Time
+	seal *sealer
+	disc discovery
 }
 
 // discovered is what the provider's discovery document gave.
@@ -62,17 +55,31 @@ type discovered struct {
 	endSession string
 }
 
-// attempt is one sign-in under way, keyed by its state.
+// attempt is one sign-in under way, sealed in the browser's cookie.
 type attempt struct {
-	binding, nonce, verifier string
-	expires                  time.Time
+	State    string    `json:"s"`
+	Nonce    string    `json:"n"`
+	Verifier string    `json:"v"`
+	Expires  time.Time `json:"e"`
+}
+
+// Attempt is a sign-in started: where to send the browser, and the
+// cookie (name suffix and sealed value) the browser must bring back.
+type Attempt struct {
+	URL    string
+	Cookie string // the cookie's name suffix: CookieSuffix of the state
+	Sealed string
 }
 
 // Result is a person the provider signed in.
 type Result struct {
 	AccessToken string
 	IDToken     string
-	// Expires is when the access token does (zero: not said).
+	// Name is the ID token's preferred_username, else its name, else "".
+	Name string
+	// Expires is when a session sending the access token must end: its
+	// expires_in or its JWT exp, whichever is first, less Skew (zero:
+	// neither said).
 	Expires time.Time
 }
 
@@ -94,40 +101,39 @@ func (e *Refused) Error() string { return e.Reason }
 // already used, expired, or started in another browser.
 var ErrAttempt = errors.New("no sign-in of this browser is waiting for this answer")
 
-// ErrBusy is too many attempts under way at once.
-var ErrBusy = errors.New("too many sign-ins are under way; try again in a minute")
-
-// New returns a provider; it contacts nobody until the first sign-in, so
-// the console starts while the identity provider is down.
+// New returns a provider; it contacts nobody until the first sign-in (or
+// DiscoverInBackground), so the console starts while the identity
+// provider is down.
 func New(cfg Config) *Provider {
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTP = &http.Client{Timeout: ProviderTimeout}
 	}
-	return &Provider{cfg: cfg, now: time.Now, attempts: map[string]attempt{}}
+	p := &Provider{cfg: cfg, now: time.Now, seal: newSealer()}
+	p.disc.fetch = p.fetchDiscovery
+	p.disc.now = func() time.Time { return p.now() }
+	return p
 }
 
-// discover reads the provider's discovery document, once it answers.
-func (p *Provider) discover(ctx context.Context) (*discovered, error) {
-	p.discoverMu.Lock()
-	defer p.discoverMu.Unlock()
-	if p.found != nil {
-		return p.found, nil
-	}
+// fetchDiscovery reads the provider's discovery document.
+func (p *Provider) fetchDiscovery(ctx context.Context) (*discovered, error) {
 	op, err := oidc.NewProvider(p.ctx(ctx), p.cfg.Issuer)
 	if err != nil {
 		return nil, &Unavailable{Err: err}
 	}
 	var extra struct {
 		EndSession string `json:"end_session_endpoint"`
+		JWKS       string `json:"jwks_uri"`
 	}
-	_ = op.Claims(&extra) // the document parsed already; the field is optional
-	p.found = &discovered{
+	_ = op.Claims(&extra) // the document parsed already (jwks_uri is required there)
+	// The key set's calls run under each sign-in's context; this one only
+	// carries the HTTP client.
+	keys := &keySet{remote: oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), p.cfg.HTTP), extra.JWKS)}
+	return &discovered{
 		oauth: oauth2.Config{ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret,
 			Endpoint: op.Endpoint(), RedirectURL: p.cfg.RedirectURL, Scopes: p.cfg.Scopes},
-		verifier:   op.Verifier(&oidc.Config{ClientID: p.cfg.ClientID}),
+		verifier:   oidc.NewVerifier(p.cfg.Issuer, keys, &oidc.Config{ClientID: p.cfg.ClientID}),
 		endSession: extra.EndSession,
-	}
-	return p.found, nil
+	}, nil
 }
 
 // ctx carries the HTTP client both libraries use for the provider.
@@ -135,67 +141,49 @@ func (p *Provider) ctx(ctx context.Context) context.Context {
 	return context.WithValue(oidc.ClientContext(ctx, p.cfg.HTTP), oauth2.HTTPClient, p.cfg.HTTP)
 }
 
-// Start begins an attempt: where to send the browser, and the binding
-// the browser must bring back (in a cookie) with the provider's answer.
-func (p *Provider) Start(ctx context.Context) (authURL, binding string, err error) {
-	d, err := p.discover(ctx)
+// Start begins an attempt: where to send the browser, and the sealed
+// attempt the browser keeps in a cookie until the provider's answer.
+func (p *Provider) Start(ctx context.Context) (Attempt, error) {
+	d, err := p.disc.get(ctx)
 	if err != nil {
-		return "", "", err
+		return Attempt{}, err
 	}
-	state := oauth2.GenerateVerifier() // 256 random bits, URL-safe
-	a := attempt{binding: oauth2.GenerateVerifier(), nonce: oauth2.GenerateVerifier(),
-		verifier: oauth2.GenerateVerifier(), expires: p.now().Add(AttemptTTL)}
-	if err := p.put(state, a); err != nil {
-		return "", "", err
+	a := attempt{State: oauth2.GenerateVerifier(), Nonce: oauth2.GenerateVerifier(), // 256 random bits each
+		Verifier: oauth2.GenerateVerifier(), Expires: p.now().Add(AttemptTTL)}
+	sealed, err := p.seal.seal(a)
+	if err != nil {
+		return Attempt{}, err
 	}
-	return d.oauth.AuthCodeURL(state, oidc.Nonce(a.nonce), oauth2.S256ChallengeOption(a.verifier)), a.binding, nil
+	to := d.oauth.AuthCodeURL(a.State, oidc.Nonce(a.Nonce), oauth2.S256ChallengeOption(a.Verifier))
+	return Attempt{URL: to, Cookie: CookieSuffix(a.State), Sealed: sealed}, nil
 }
 
-func (p *Provider) put(state string, a attempt) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	for s, old := range p.attempts {
-		if !now.Before(old.expires) {
-			delete(p.attempts, s)
-		}
-	}
-	if len(p.attempts) >= maxAttempts {
-		return ErrBusy
-	}
-	p.attempts[state] = a
-	return nil
-}
-
-// take removes the attempt state names (used once, whatever follows) and
-// returns it when it is live and binding is the browser's.
-func (p *Provider) take(state, binding string) (attempt, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	a, ok := p.attempts[state]
-	delete(p.attempts, state)
-	if !ok || !p.now().Before(a.expires) || subtle.ConstantTimeCompare([]byte(a.binding), []byte(binding)) != 1 {
+// open returns the attempt sealed names when it is this state's and live.
+func (p *Provider) open(sealed, state string) (attempt, bool) {
+	a, ok := p.seal.open(sealed)
+	if !ok || state == "" || !p.now().Before(a.Expires) ||
+		subtle.ConstantTimeCompare([]byte(a.State), []byte(state)) != 1 {
 		return attempt{}, false
 	}
 	return a, true
 }
 
 // Finish completes the attempt the provider's answer (the callback's
-// query) names: the code is exchanged with the attempt's verifier and the
-// ID token checked.
-func (p *Provider) Finish(ctx context.Context, answer url.Values, binding string) (Result, error) {
-	a, ok := p.take(answer.Get("state"), binding)
-	if !ok || binding == "" {
+// query) names, sealed being the browser's cookie for its state: the code
+// is exchanged with the attempt's verifier and the ID token checked.
+func (p *Provider) Finish(ctx context.Context, answer url.Values, sealed string) (Result, error) {
+	a, ok := p.open(sealed, answer.Get("state"))
+	if !ok {
 		return Result{}, ErrAttempt
 	}
 	if e := answer.Get("error"); e != "" {
 		return Result{}, &Refused{Reason: fmt.Sprintf("the identity provider answered %q: %s", e, answer.Get("error_description"))}
 	}
-	d, err := p.discover(ctx)
+	d, err := p.disc.get(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	tok, err := d.oauth.Exchange(p.ctx(ctx), answer.Get("code"), oauth2.VerifierOption(a.verifier))
+	tok, err := d.oauth.Exchange(p.ctx(ctx), answer.Get("code"), oauth2.VerifierOption(a.Verifier))
 	var refused *oauth2.RetrieveError
 	switch {
 	case errors.As(err, &refused) && refused.Response != nil && refused.Response.StatusCode < 500:
@@ -204,40 +192,48 @@ func (p *Provider) Finish(ctx context.Context, answer url.Values, binding string
 		return Result{}, &Unavailable{Err: err}
 	}
 	raw, _ := tok.Extra("id_token").(string)
-	if err := p.check(ctx, d, raw, tok.AccessToken, a.nonce); err != nil {
+	name, err := p.check(ctx, d, raw, tok.AccessToken, a.Nonce)
+	if err != nil {
 		return Result{}, err
 	}
-	return Result{AccessToken: tok.AccessToken, IDToken: raw, Expires: tok.Expiry}, nil
+	return Result{AccessToken: tok.AccessToken, IDToken: raw, Name: name, Expires: sessionEnd(tok)}, nil
 }
 
 // check verifies the ID token and that it belongs with this attempt and
-// this access token.
-func (p *Provider) check(ctx context.Context, d *discovered, raw, accessToken, nonce string) error {
+// this access token, and returns the person's name it gives.
+func (p *Provider) check(ctx context.Context, d *discovered, raw, accessToken, nonce string) (string, error) {
 	if raw == "" || accessToken == "" {
-		return &Refused{Reason: "the identity provider gave no ID token or no access token"}
+		return "", &Refused{Reason: "the identity provider gave no ID token or no access token"}
 	}
-	idt, err := d.verifier.Verify(p.ctx(ctx), raw)
-	if err != nil {
-		return &Refused{Reason: "the ID token is not valid: " + err.Error()}
+	var keysFailed error
+	idt, err := d.verifier.Verify(context.WithValue(p.ctx(ctx), keysFailedKey{}, &keysFailed), raw)
+	switch {
+	case keysFailed != nil:
+		return "", &Unavailable{Err: keysFailed}
+	case err != nil:
+		return "", &Refused{Reason: "the ID token is not valid: " + err.Error()}
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(nonce)) != 1 {
-		return &Refused{Reason: "the ID token was not issued for this sign-in (nonce)"}
+		return "", &Refused{Reason: "the ID token was not issued for this sign-in (nonce)"}
 	}
 	if idt.AccessTokenHash != "" {
 		if err := idt.VerifyAccessToken(accessToken); err != nil {
-			return &Refused{Reason: "the access token does not match the ID token (at_hash)"}
+			return "", &Refused{Reason: "the access token does not match the ID token (at_hash)"}
 		}
 	}
-	return nil
+	var who struct {
+		PreferredUsername string `json:"preferred_username"`
+		Name              string `json:"name"`
+	}
+	_ = idt.Claims(&who) // verified already; both claims are optional
+	return cmp.Or(who.PreferredUsername, who.Name), nil
 }
 
 // EndSessionURL is where to send a browser that signed out to end its
 // session at the provider too (RP-initiated logout), or "" when the
 // provider has no end_session_endpoint or was never reached.
 func (p *Provider) EndSessionURL(idToken, postLogout string) string {
-	p.discoverMu.Lock()
-	d := p.found
-	p.discoverMu.Unlock()
+	d := p.disc.known()
 	if d == nil || d.endSession == "" {
 		return ""
 	}
