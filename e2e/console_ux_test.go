@@ -7,6 +7,7 @@ import (
 	"html"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,5 +172,36 @@ func saveOverTheirs(t *testing.T, b *browser, st *Stack, linkID string) {
 	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
 	if d.Title != "Mine" {
 		t.Errorf("after saving over their version the title is %q, want Mine", d.Title)
+	}
+}
+
+// theyChangedTags: someone else changes only the tags of the document
+// open in the browser; after the 412, saving mine over theirs keeps their
+// tags (the form took them, the page says so) and my title.
+func theyChangedTags(t *testing.T, b *browser, st *Stack, admin, linkID, run string) {
+	b.run(t, "open the LINK again", chromedp.Navigate(admin+"/documents/"+linkID), chromedp.WaitVisible(chromedp.ID("title")))
+	var d struct {
+		Title, URL string
+		TagsIds    []string
+	}
+	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
+	theirs := append([]string{}, d.TagsIds...)
+	for _, id := range []string{"flu", "covid", "kids", "adults"} {
+		if !slices.Contains(theirs, id+run) {
+			theirs = append(theirs, id+run)
+			break
+		}
+	}
+	st.Must("PATCH", "/bo/documents/"+linkID, map[string]any{"type": "LINK", "title": d.Title, "url": d.URL, "tagsIds": theirs}, 200)
+	b.run(t, "save a new title", chromedp.SetValue(chromedp.ID("title"), "Mine again"), chromedp.Submit(chromedp.ID("title")),
+		chromedp.WaitVisible(chromedp.ID("current")))
+	if kept := get(t, b, "kept", chromedp.Text(chromedp.ID("kept-theirs"))); !strings.Contains(kept, "Tags") {
+		t.Errorf("after a 412 on their tags the page says %q", kept)
+	}
+	b.run(t, "save mine over theirs", chromedp.Submit(chromedp.ID("title")), notice("was saved"))
+	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
+	slices.Sort(theirs)
+	if slices.Sort(d.TagsIds); d.Title != "Mine again" || !slices.Equal(d.TagsIds, theirs) {
+		t.Errorf("after saving mine over theirs: title %q tags %v, want Mine again and their tags %v", d.Title, d.TagsIds, theirs)
 	}
 }
