@@ -158,6 +158,48 @@ func revisionsView(t *testing.T, b *browser, st *Stack, axe, admin, id string) {
 	if len(d.RelatedIds) != 0 {
 		t.Errorf("after restoring version 1 the document pins %v, want nothing as in version 1", d.RelatedIds)
 	}
+	staleRestore(t, st, id)
+}
+
+var etagField = regexp.MustCompile(`name="etag" value="([^"]+)"`)
+
+// staleRestore: a restore carries the document's version as its page
+// showed it; a save since, or the same restore sent twice, is a 412 in
+// words and restores nothing.
+func staleRestore(t *testing.T, st *Stack, id string) {
+	c := consoleClient(t, st, Token)
+	restore := func(etag string) (int, string) {
+		res := must(c.PostForm(st.AdminURL+"/console/documents/"+id+"/revisions/1/restore", url.Values{"etag": {etag}}))
+		return res.StatusCode, readAll(t, res)
+	}
+	etag := func() string {
+		m := etagField.FindStringSubmatch(readAll(t, must(c.Get(st.AdminURL+"/console/documents/"+id+"/revisions/1"))))
+		if m == nil {
+			t.Fatal("no etag in the restore form")
+		}
+		return html.UnescapeString(m[1])
+	}
+	newest := func() int {
+		var p struct{ Revisions []struct{ Version int } }
+		st.Must("GET", "/bo/documents/"+id+"/revisions?limit=1", nil, 200).JSON(t, &p)
+		return p.Revisions[0].Version
+	}
+	opened := etag()
+	st.Must("POST", "/bo/documents/"+id+"/revisions/1/restore", nil, 200) // someone else saves
+	before := newest()
+	if code, body := restore(opened); code != 412 || !strings.Contains(body, "nothing was restored") {
+		t.Errorf("a restore from a page opened before a save: %d %q, want 412 in words", code, body)
+	}
+	opened = etag()
+	if code, _ := restore(opened); code != 303 {
+		t.Errorf("a restore: %d, want 303", code)
+	}
+	if code, _ := restore(opened); code != 412 {
+		t.Errorf("the same restore sent twice: %d, want 412", code)
+	}
+	if n := newest(); n != before+1 {
+		t.Errorf("newest version %d after a refused, a done and a repeated restore, want %d", n, before+1)
+	}
 }
 
 // saveOverTheirs: after a 412 the page shows the version someone else

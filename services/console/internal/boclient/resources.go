@@ -318,12 +318,13 @@ type Dropped struct {
 func (d Dropped) Any() bool { return len(d.TagIDs)+len(d.MediaIDs)+len(d.RelatedIDs) > 0 }
 
 // RestoreRevision writes revision rev's content as document id's current
-// content (a new revision) and says what it left out.
-func (c *Client) RestoreRevision(ctx context.Context, token, id string, rev int64) (Dropped, error) {
+// content (a new revision) if the document is still at version etag (412
+// otherwise), and says what it left out.
+func (c *Client) RestoreRevision(ctx context.Context, token, id string, rev int64, etag string) (Dropped, error) {
 	var out struct {
 		Dropped Dropped `json:"dropped"`
 	}
-	_, err := c.do(ctx, request{method: http.MethodPost, path: revisionPath(id, rev) + "/restore", token: token}, &out)
+	_, err := c.do(ctx, request{method: http.MethodPost, path: revisionPath(id, rev) + "/restore", token: token, ifMatch: etag}, &out)
 	return out.Dropped, err
 }
 

@@ -92,6 +92,10 @@ var noSuchRevision = &boclient.APIError{Status: http.StatusNotFound, Code: "revi
 type revisionData struct {
 	ID  string
 	Rev boclient.Revision
+	// ETag is the document's version as this page showed it: the restore
+	// sends it (If-Match), so it never discards a save made since, and a
+	// second press of the button restores nothing twice.
+	ETag string
 	// Tags are the names of the revision's tags that still exist.
 	Tags   []string
 	Reason string
@@ -113,7 +117,12 @@ func (p *Pages) revisionPage(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	d := revisionData{ID: id, Rev: r, Reason: revision.Reason(r.Why)}
+	_, etag, err := p.cfg.API.Document(ctx, s.Token, id)
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	d := revisionData{ID: id, Rev: r, Reason: revision.Reason(r.Why), ETag: etag}
 	if cats, err := p.cfg.API.Categories(ctx, s.Token); err == nil {
 		d.Tags = tagNames(cats, r.Document.TagIDs)
 	}
@@ -139,6 +148,12 @@ func tagNames(cats []boclient.Category, ids []string) []string {
 	return out
 }
 
+// staleRestore is a restore sent from a page older than the document: a
+// save since, or this very restore sent twice.
+var staleRestore = &boclient.APIError{Status: http.StatusPreconditionFailed, Code: "precondition_failed",
+	Detail: "The document changed after this version's page was opened (someone saved it, or this restore was already sent), " +
+		"so nothing was restored. Open the history again to see the document as it is now, then restore if you still want to."}
+
 // restoreRevision makes a revision the document's current content; the
 // edit page then says so, and whether references that no longer hold
 // were left out.
@@ -155,9 +170,17 @@ func (p *Pages) restoreRevision(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	dropped, err := p.cfg.API.RestoreRevision(ctx, s.Token, id, rev)
-	if err != nil {
-		p.fail(c, explain(boclient.AsAPIError(err)))
+	etag := c.PostForm("etag")
+	if etag == "" {
+		p.fail(c, staleRestore)
+		return
+	}
+	dropped, err := p.cfg.API.RestoreRevision(ctx, s.Token, id, rev, etag)
+	if e := boclient.AsAPIError(err); err != nil && e.Status == http.StatusPreconditionFailed {
+		p.fail(c, staleRestore)
+		return
+	} else if err != nil {
+		p.fail(c, explain(e))
 		return
 	}
 	what := "reverted"

@@ -139,3 +139,18 @@
   }
   init();
 })();
+
+// A form marked data-once (a restore) is sent once: pressing its button
+// again while the page is leaving does nothing. The server refuses a
+// second one anyway (If-Match); this spares the person its error page.
+(function () {
+  document.addEventListener("submit", function (e) {
+    var f = e.target;
+    if (!f.hasAttribute("data-once")) { return; }
+    if (f.dataset.sent) { e.preventDefault(); return; }
+    f.dataset.sent = "1";
+  });
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("form[data-once]").forEach(function (f) { delete f.dataset.sent; });
+  });
+})();
