@@ -19,6 +19,7 @@ import (
 func consoleUX(t *testing.T, b *browser, st *Stack, axe, admin, run, htmlID string) {
 	t.Run("a live preview runs nothing", func(t *testing.T) { livePreview(t, b, axe, admin) })
 	t.Run("a preview without script", func(t *testing.T) { previewWithoutScript(t, st, run) })
+	t.Run("the preview is not a write", func(t *testing.T) { previewIsSafe(t, st, run) })
 	t.Run("drop files on the media page", func(t *testing.T) { mediaDragAndDrop(t, b, st, axe, admin, run) })
 	t.Run("the history of a document, and a restore", func(t *testing.T) { revisionsView(t, b, st, axe, admin, htmlID) })
 }
@@ -245,5 +246,22 @@ func theyChangedTags(t *testing.T, b *browser, st *Stack, admin, linkID, run str
 	slices.Sort(theirs)
 	if slices.Sort(d.TagsIds); d.Title != "Mine again" || !slices.Equal(d.TagsIds, theirs) {
 		t.Errorf("after saving mine over theirs: title %q tags %v, want Mine again and their tags %v", d.Title, d.TagsIds, theirs)
+	}
+}
+
+// previewIsSafe: the preview changes nothing, so a viewer may ask it and
+// an Idempotency-Key keeps no answer (the same key with another text is
+// another preview, not a 422 key reuse).
+func previewIsSafe(t *testing.T, st *Stack, run string) {
+	for i, text := range []string{"# Un", "# Deux"} {
+		r := st.Req("POST", "/bo/documents/preview", map[string]string{"type": "MARKDOWN", "content": text},
+			"Authorization", "Bearer "+ViewerToken, "Idempotency-Key", "preview-"+run)
+		var p struct{ HTML string }
+		if r.Status != 200 {
+			t.Fatalf("a viewer's preview %d: %d %s, want 200", i+1, r.Status, r.Body)
+		}
+		if r.JSON(t, &p); !strings.Contains(p.HTML, strings.TrimPrefix(text, "# ")) {
+			t.Errorf("preview %d of %q with the same Idempotency-Key: %q", i+1, text, p.HTML)
+		}
 	}
 }

@@ -64,16 +64,10 @@ func (p *Pages) showPreview(c *gin.Context, ctx context.Context, token string, f
 }
 
 // storedPreview is the preview of a stored text shown when the edit page
-// opens; an editor's comes from the API (Markdown rendered), a viewer may
-// not ask it (a POST) and sees an HTML document's stored, sanitised text.
+// opens, from the API (Markdown rendered); a viewer may ask it too (the
+// preview changes nothing).
 func (p *Pages) storedPreview(ctx context.Context, s session.Session, d *editData) {
 	if d.Form.Type != "MARKDOWN" && d.Form.Type != "HTML" {
-		return
-	}
-	if !s.CanEdit() {
-		if d.Form.Type == "HTML" {
-			d.Preview, d.Previewed = d.Form.Content, true
-		}
 		return
 	}
 	if pv, err := p.cfg.API.PreviewDocument(ctx, s.Token, d.Form.Type, d.Form.Content); err == nil {
