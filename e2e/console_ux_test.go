@@ -44,6 +44,24 @@ func livePreview(t *testing.T, b *browser, axe, admin string) {
 		t.Errorf("the preview frame's sandbox is %q, want empty (no script, no same origin)", sb)
 	}
 	b.accessible(t, axe, "edit MARKDOWN with a preview")
+	previewRefused(t, b)
+}
+
+// previewRefused: a gateway's 502 problem (not the console's JSON) is said
+// in words and leaves the last preview in the frame, never "undefined".
+func previewRefused(t *testing.T, b *browser) {
+	before := get(t, b, "preview", chromedp.Evaluate[string](`document.getElementById("preview").srcdoc`))
+	b.run(t, "a 502 from the gateway", runJS(`window.fetch = () => Promise.resolve(new Response(
+			'{"status":502,"code":"bad_gateway"}', {status: 502, headers: {"Content-Type": "application/problem+json"}}));
+		window.answered = false; document.addEventListener("console:preview-answered", () => { window.answered = true })`),
+		chromedp.SendKeys(chromedp.ID("content"), "more"), waitFor(`window.answered === true`))
+	said := get(t, b, "status", chromedp.Text(chromedp.ID("preview-status")))
+	if !strings.Contains(said, "not answering") {
+		t.Errorf("after a 502 the preview says %q", said)
+	}
+	if after := get(t, b, "preview", chromedp.Evaluate[string](`document.getElementById("preview").srcdoc`)); after != before {
+		t.Errorf("after a 502 the frame holds %q, want the last preview %q", after, before)
+	}
 }
 
 func wantSafePreview(t *testing.T, doc string) {
@@ -136,6 +154,26 @@ func mediaDragAndDrop(t *testing.T, b *browser, st *Stack, axe, admin, run strin
 		t.Errorf("after the upload the browser is at %s", loc)
 	}
 	b.accessible(t, axe, "media (after a drop)")
+	uploadRefused(t, b, run)
+}
+
+// uploadRefused: an upload the console answers with an error status keeps
+// the form and the chosen files, and says why in #upload-status (the
+// script's send is pointed at a path that is 404).
+func uploadRefused(t *testing.T, b *browser, run string) {
+	b.run(t, "an upload refused", runJS(`const open = XMLHttpRequest.prototype.open;
+			XMLHttpRequest.prototype.open = function (m) { return open.call(this, m, "/console/static/nope") };
+			window.refused = false; document.addEventListener("console:upload-refused", () => { window.refused = true })`),
+		dropFiles("#dropzone", map[string][]byte{"refusé-" + run + ".png": unique(pngBytes, "refused "+run)}),
+		waitFor(`document.getElementById("files").files.length >= 1`),
+		chromedp.Click(chromedp.CSS(`#upload-form button[type=submit]`)), waitFor(`window.refused === true`))
+	said := get(t, b, "status", chromedp.Text(chromedp.ID("upload-status")))
+	if !strings.Contains(said, "still chosen") || !strings.Contains(said, "404") {
+		t.Errorf("after a refused upload the page says %q", said)
+	}
+	if n := get(t, b, "files", chromedp.Evaluate[int](`document.getElementById("files").files.length`)); n < 1 {
+		t.Errorf("after a refused upload %d files are chosen", n)
+	}
 }
 
 // revisionsView reads the history of a document edited once (its pins),

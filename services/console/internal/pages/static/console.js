@@ -51,33 +51,59 @@
 // asks the API's preview, the sanitiser documents get) a moment after the
 // person stops typing, and the sanitised HTML goes into the sandboxed
 // frame. Without this script the Preview button does the same by a post.
+// One request at most is in flight: a newer text cancels the older one
+// (a large Markdown text costs the API a second or more), and a large
+// text waits longer after the last key.
 (function () {
   var content = document.getElementById("content");
   var frame = document.getElementById("preview");
   var form = content && content.form;
   if (!frame || !form || !form.dataset.preview) { return; }
   var status = document.getElementById("preview-status");
-  var timer = 0, seq = 0;
-  function show(n, answer) {
-    if (n !== seq) { return; } // an older answer than the last asked
+  var timer = 0, inFlight = null;
+  var largeText = 100000, quickPause = 300, longPause = 1500; // characters, ms
+  function show(answer) {
     status.textContent = answer.error || "";
     if (!answer.error) {
       frame.srcdoc = answer.html;
       document.dispatchEvent(new CustomEvent("console:previewed"));
     }
+    document.dispatchEvent(new CustomEvent("console:preview-answered"));
+  }
+  function refused(code) {
+    var why = {
+      401: "your session has ended; sign in again in another tab (what you typed stays here).",
+      403: "your role may not ask for it.",
+      413: "the text is larger than the console accepts."
+    }[code] || (code >= 500 ? "the library is not answering right now; it is asked again as you type." : "the answer was not understood (" + code + ").");
+    return "The preview could not be made: " + why;
+  }
+  // answerOf is the answer as show takes it: the HTML, or an error in
+  // words (never "undefined", whatever came back).
+  function answerOf(r) {
+    return r.json().catch(function () { return {}; }).then(function (a) {
+      if (r.ok && a && typeof a.html === "string") { return { html: a.html }; }
+      return { error: a && typeof a.error === "string" && a.error ? a.error : refused(r.status) };
+    });
   }
   function update() {
-    var n = ++seq, body = new FormData();
+    if (inFlight) { inFlight.abort(); }
+    var ctl = new AbortController(), body = new FormData();
+    inFlight = ctl;
     body.append("type", form.elements.type.value);
     body.append("content", content.value);
-    fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin" })
-      .then(function (r) { return r.json(); })
-      .then(function (a) { show(n, a); })
-      .catch(function () { show(n, { error: "The preview could not be made: the console cannot be reached right now." }); });
+    fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin", signal: ctl.signal })
+      .then(answerOf)
+      .catch(function () { return { error: "The preview could not be made: the console cannot be reached right now." }; })
+      .then(function (a) {
+        if (inFlight !== ctl) { return; } // cancelled: a newer text was sent
+        inFlight = null;
+        show(a);
+      });
   }
   content.addEventListener("input", function () {
     clearTimeout(timer);
-    timer = setTimeout(update, 300);
+    timer = setTimeout(update, content.value.length > largeText ? longPause : quickPause);
   });
 })();
 
@@ -113,6 +139,20 @@
     status.textContent = "Uploading: " + percent + " %";
     document.dispatchEvent(new CustomEvent("console:upload-progress", { detail: percent }));
   }
+  // refused says why the console did not take the upload, in
+  // #upload-status; the form and the chosen files stay as they are.
+  function refused(xhr, bar, status) {
+    var page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+    var said = page.querySelector("#upload-results .field-error, main .error");
+    var why = said ? said.textContent.trim() : {
+      401: "Your session has ended: sign in again in another tab.",
+      403: "Your role may not upload.",
+      413: "The files are larger than the console accepts: send fewer, or smaller, at a time."
+    }[xhr.status] || "The console could not take the upload (error " + xhr.status + ").";
+    bar.hidden = true;
+    status.textContent = why + " Nothing was stored by this send; the files are still chosen: send them again.";
+    document.dispatchEvent(new CustomEvent("console:upload-refused"));
+  }
   function send(form, bar, status) {
     var xhr = new XMLHttpRequest();
     xhr.open("POST", form.action);
@@ -121,6 +161,7 @@
     };
     xhr.upload.onload = function () { progress(bar, status, 100); };
     xhr.onload = function () {
+      if (xhr.status < 200 || xhr.status > 299) { refused(xhr, bar, status); return; }
       var page = new DOMParser().parseFromString(xhr.responseText, "text/html");
       var main = page.querySelector("main");
       if (!main) { xhr.onerror(); return; }
