@@ -22,6 +22,7 @@ func consoleUX(t *testing.T, b *browser, st *Stack, axe, admin, run, htmlID stri
 	t.Run("the preview is not a write", func(t *testing.T) { previewIsSafe(t, st, run) })
 	t.Run("drop files on the media page", func(t *testing.T) { mediaDragAndDrop(t, b, st, axe, admin, run) })
 	t.Run("the history of a document, and a restore", func(t *testing.T) { revisionsView(t, b, st, axe, admin, htmlID) })
+	t.Run("a preview after a 412 keeps their version", func(t *testing.T) { previewAfterConflict(t, st, htmlID) })
 }
 
 // unsafeMarkdown is unsaved text that would run script if a preview
@@ -150,6 +151,9 @@ func mediaDragAndDrop(t *testing.T, b *browser, st *Stack, axe, admin, run strin
 	if len(seen) < 2 || seen[len(seen)-1] != 100 {
 		t.Errorf("the progress bar went through %v, want 0 … 100", seen)
 	}
+	if focused := get(t, b, "focus", chromedp.Evaluate[string](`document.activeElement.id`)); focused != "upload-results" {
+		t.Errorf("after the upload the focus is on %q, want the results", focused)
+	}
 	if loc := b.location(t).Path; loc != "/console/media" {
 		t.Errorf("after the upload the browser is at %s", loc)
 	}
@@ -165,13 +169,14 @@ func uploadRefused(t *testing.T, b *browser, run string) {
 			XMLHttpRequest.prototype.open = function (m) { return open.call(this, m, "/console/static/nope") };
 			window.refused = false; document.addEventListener("console:upload-refused", () => { window.refused = true })`),
 		dropFiles("#dropzone", map[string][]byte{"refusé-" + run + ".png": unique(pngBytes, "refused "+run)}),
-		waitFor(`document.getElementById("files").files.length >= 1`),
+		dropFiles("#dropzone", map[string][]byte{"joint-" + run + ".png": unique(pngBytes, "joined "+run)}),
+		waitFor(`document.getElementById("files").files.length === 2`), // a drop joins the files chosen
 		chromedp.Click(chromedp.CSS(`#upload-form button[type=submit]`)), waitFor(`window.refused === true`))
 	said := get(t, b, "status", chromedp.Text(chromedp.ID("upload-status")))
 	if !strings.Contains(said, "still chosen") || !strings.Contains(said, "404") {
 		t.Errorf("after a refused upload the page says %q", said)
 	}
-	if n := get(t, b, "files", chromedp.Evaluate[int](`document.getElementById("files").files.length`)); n < 1 {
+	if n := get(t, b, "files", chromedp.Evaluate[int](`document.getElementById("files").files.length`)); n != 2 {
 		t.Errorf("after a refused upload %d files are chosen", n)
 	}
 }
@@ -301,5 +306,39 @@ func previewIsSafe(t *testing.T, st *Stack, run string) {
 		if r.JSON(t, &p); !strings.Contains(p.HTML, strings.TrimPrefix(text, "# ")) {
 			t.Errorf("preview %d of %q with the same Idempotency-Key: %q", i+1, text, p.HTML)
 		}
+	}
+}
+
+// previewAfterConflict: without script, pressing Preview on the page a 412
+// came back with shows their version again (and the preview), so the next
+// save is still knowingly over theirs; nothing is saved.
+func previewAfterConflict(t *testing.T, st *Stack, id string) {
+	c := consoleClient(t, st, Token)
+	stale := etagField.FindStringSubmatch(readAll(t, must(c.Get(st.AdminURL+"/console/documents/"+id))))
+	if stale == nil {
+		t.Fatal("no etag in the edit form")
+	}
+	var d map[string]any
+	st.Must("GET", "/bo/documents/"+id+"/detail", nil, 200).JSON(t, &d)
+	st.Must("PATCH", "/bo/documents/"+id, map[string]any{"type": "HTML", "title": "Theirs", "content": d["content"], "tagsIds": d["tagsIds"]}, 200)
+	form := url.Values{"type": {"HTML"}, "title": {"Mine"}, "content": {"<p>mine</p>"}, "etag": {html.UnescapeString(stale[1])}}
+	res := must(c.PostForm(st.AdminURL+"/console/documents/"+id, form))
+	page := readAll(t, res)
+	theirs := etagField.FindStringSubmatch(page)
+	if res.StatusCode != 412 || theirs == nil || !strings.Contains(page, `name="conflict"`) {
+		t.Fatalf("a save over another's: %d\n%s", res.StatusCode, page)
+	}
+	form.Set("etag", html.UnescapeString(theirs[1]))
+	form.Set("conflict", "1")
+	form.Set("preview", "1")
+	res = must(c.PostForm(st.AdminURL+"/console/documents/"+id, form))
+	page = readAll(t, res)
+	if res.StatusCode != 200 || !strings.Contains(page, `id="current"`) || !strings.Contains(page, "Save mine over theirs") ||
+		!strings.Contains(page, `srcdoc="`+html.EscapeString("<p>mine</p>")+`"`) {
+		t.Errorf("Preview after a 412: %d, their version or the preview lost:\n%s", res.StatusCode, page)
+	}
+	st.Must("GET", "/bo/documents/"+id+"/detail", nil, 200).JSON(t, &d)
+	if d["title"] != "Theirs" {
+		t.Errorf("the preview saved: the title is %v", d["title"])
 	}
 }

@@ -240,7 +240,7 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
 	if c.PostForm("preview") != "" {
-		p.showPreview(c, ctx, s.Token, f)
+		p.showPreview(c, ctx, s, f)
 		return
 	}
 	doc, err := p.send(c, ctx, s.Token, &f, create)
@@ -253,8 +253,7 @@ func (p *Pages) save(c *gin.Context, create bool) {
 		if e.Status == http.StatusPreconditionFailed && !create {
 			p.theirVersion(ctx, s.Token, &d)
 		}
-		_ = p.choices(ctx, s.Token, &d) // the form is shown with what can be loaded
-		p.showForm(c, status(d.Err), d)
+		p.reshow(c, ctx, s, status(d.Err), d)
 		return
 	}
 	c.Redirect(http.StatusSeeOther, Base+"/documents/"+url.PathEscape(doc.ID)+"?done="+map[bool]string{true: "created", false: "saved"}[create])

@@ -121,12 +121,13 @@
       var names = Array.prototype.map.call(input.files, function (f) { return f.name; });
       document.getElementById("dropped").textContent = names.length ? "Chosen: " + names.join(", ") : "";
     }
+    document.getElementById("drop-hint").hidden = false;
     zone.addEventListener("dragover", function (e) { e.preventDefault(); zone.classList.add("over"); });
     zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });
     zone.addEventListener("drop", function (e) {
       e.preventDefault();
       zone.classList.remove("over");
-      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = e.dataTransfer.files; named(); }
+      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = joined(input.files, e.dataTransfer.files); named(); }
     });
     input.addEventListener("change", named);
     form.addEventListener("submit", function (e) {
@@ -134,9 +135,19 @@
       send(form, bar, status);
     });
   }
+  // joined is the files chosen before and those dropped, in one list.
+  function joined(before, dropped) {
+    var dt = new DataTransfer();
+    Array.prototype.forEach.call(before, function (f) { dt.items.add(f); });
+    Array.prototype.forEach.call(dropped, function (f) { dt.items.add(f); });
+    return dt.files;
+  }
+  // progress moves the bar; the live region speaks only at the start and
+  // the end, not at every step.
   function progress(bar, status, percent) {
     bar.value = percent;
-    status.textContent = "Uploading: " + percent + " %";
+    if (percent === 0) { status.textContent = "Uploading…"; }
+    if (percent === 100) { status.textContent = "Sent; the library is storing the files…"; }
     document.dispatchEvent(new CustomEvent("console:upload-progress", { detail: percent }));
   }
   // refused says why the console did not take the upload, in
@@ -168,6 +179,13 @@
       document.querySelector("main").replaceWith(main);
       document.title = page.title;
       init();
+      // What became of each file is read out: focus moves to it (a
+      // region inserted whole is not announced), and a summary goes to
+      // the persistent live region.
+      var results = document.getElementById("upload-results");
+      if (results) { results.focus(); }
+      var live = document.getElementById("upload-status");
+      if (live && results) { live.textContent = results.textContent.replace(/\s+/g, " ").trim(); }
       document.dispatchEvent(new CustomEvent("console:uploaded"));
     };
     xhr.onerror = function () {
@@ -177,6 +195,13 @@
     bar.hidden = false;
     progress(bar, status, 0);
     xhr.send(new FormData(form));
+  }
+  // A file dropped beside the zone must not make the browser leave the
+  // page to show it.
+  if (document.getElementById("upload-form")) {
+    ["dragover", "drop"].forEach(function (type) {
+      document.addEventListener(type, function (e) { e.preventDefault(); });
+    });
   }
   init();
 })();
