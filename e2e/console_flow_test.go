@@ -173,6 +173,8 @@ func (b *browser) admin(t *testing.T) string {
 // wantShown checks the count of rows shown and the count the page says.
 func (b *browser) wantShown(t *testing.T, what string, want int) {
 	t.Helper()
+	// The script filters in the next frame: wait for it.
+	get(t, b, what, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => setTimeout(() => r(true), 0)))`, chromedp.EvalAwaitPromise))
 	n := get(t, b, what, chromedp.Evaluate[int](`document.querySelectorAll("#rows tr:not([hidden])").length`))
 	said := get(t, b, what, chromedp.Text(chromedp.ID("shown")))
 	if n != want || said != strconv.Itoa(want) {

@@ -34,8 +34,9 @@ const unsafeMarkdown = "# Aperçu\n\n[clic](javascript:alert(5))\n\n<script>aler
 func livePreview(t *testing.T, b *browser, axe, admin string) {
 	b.run(t, "type Markdown", chromedp.Navigate(admin+"/documents/new?type=MARKDOWN"), chromedp.WaitVisible(chromedp.ID("content")),
 		runJS(`window.violations = []; document.addEventListener("securitypolicyviolation",
-			e => violations.push(e.violatedDirective + " " + e.blockedURI))`),
-		chromedp.SendKeys(chromedp.ID("content"), unsafeMarkdown), waitFor(`document.getElementById("preview").srcdoc.includes("<h1>Aperçu</h1>")`))
+			e => violations.push(e.violatedDirective + " " + e.blockedURI));
+			window.previewedText = null; document.addEventListener("console:previewed", e => { previewedText = e.detail })`),
+		chromedp.SendKeys(chromedp.ID("content"), unsafeMarkdown), waitFor(`previewedText === document.getElementById("content").value`))
 	if v := get(t, b, "violations", chromedp.Evaluate[[]string](`violations`)); len(v) != 0 {
 		t.Errorf("the page's CSP blocked %v", v)
 	}
@@ -123,12 +124,12 @@ func runJS(script string) chromedp.Action[chromedp.Void] {
 // dragging them from the desktop would, with a synthetic DataTransfer.
 func dropFiles(sel string, files map[string][]byte) chromedp.Action[chromedp.Void] {
 	var js strings.Builder
-	js.WriteString(`const dt = new DataTransfer();`)
+	js.WriteString(`{ const dt = new DataTransfer();`)
 	for name, data := range files {
 		fmt.Fprintf(&js, `dt.items.add(new File([Uint8Array.from(atob(%q), c => c.charCodeAt(0))], %q));`,
 			base64.StdEncoding.EncodeToString(data), name)
 	}
-	fmt.Fprintf(&js, `document.querySelector(%q).dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}))`, sel)
+	fmt.Fprintf(&js, `document.querySelector(%q).dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true})) }`, sel)
 	return runJS(js.String())
 }
 

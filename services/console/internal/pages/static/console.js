@@ -1,7 +1,10 @@
 // The documents page filters its rows as the person types, with the rules
 // the server applies without this script (internal/filter): tags of one
 // category OR, categories AND, text in the title and tag names, deleted
-// documents only in the deleted view.
+// documents only in the deleted view. Every input of a frame is applied
+// once, in that frame (requestAnimationFrame): only the rows whose
+// visibility changes are touched, nothing is read from the layout, and
+// the address bar follows a moment later, outside the frame.
 "use strict";
 (function () {
   var form = document.getElementById("filters");
@@ -12,7 +15,8 @@
       el: tr,
       tags: tr.dataset.tags ? tr.dataset.tags.split(" ") : [],
       text: tr.dataset.text,
-      deleted: tr.dataset.deleted === "true"
+      deleted: tr.dataset.deleted === "true",
+      shown: !tr.hidden
     };
   });
   var shown = document.getElementById("shown");
@@ -31,29 +35,40 @@
     }
     return text === "" || r.text.indexOf(text) !== -1;
   }
+  var frame = 0, addressTimer = 0;
+  function address() {
+    var q = new URLSearchParams(new FormData(form)).toString();
+    history.replaceState(null, "", q ? "?" + q : location.pathname);
+  }
   function apply() {
+    frame = 0;
     var gs = groups(), text = fold(form.q.value), deleted = form.deleted.checked, n = 0;
+    var changed = [];
     rows.forEach(function (r) {
       var show = matches(r, gs, text, deleted);
       if (show) { n++; }
-      if (r.el.hidden === show) { r.el.hidden = !show; }
+      if (r.shown !== show) { r.shown = show; changed.push(r); }
     });
+    changed.forEach(function (r) { r.el.hidden = !r.shown; }); // writes only, after every read
     shown.textContent = n;
-    var q = new URLSearchParams(new FormData(form)).toString();
-    history.replaceState(null, "", q ? "?" + q : location.pathname);
+    clearTimeout(addressTimer);
+    addressTimer = setTimeout(address, 250);
     document.dispatchEvent(new CustomEvent("console:filtered"));
   }
-  form.addEventListener("input", apply);
-  form.addEventListener("submit", function (e) { e.preventDefault(); apply(); });
+  function schedule() {
+    if (!frame) { frame = requestAnimationFrame(apply); }
+  }
+  form.addEventListener("input", schedule);
+  form.addEventListener("submit", function (e) { e.preventDefault(); schedule(); });
 })();
 
 // The edit page's live preview: the typed text goes to the console (which
 // asks the API's preview, the sanitiser documents get) a moment after the
 // person stops typing, and the sanitised HTML goes into the sandboxed
 // frame. Without this script the Preview button does the same by a post.
-// One request at most is in flight: a newer text cancels the older one
-// (a large Markdown text costs the API a second or more), and a large
-// text waits longer after the last key.
+// One request at most is in flight, and a key typed cancels it (its
+// answer would be of an older text; a large Markdown text costs the API a
+// second or more); a large text waits longer after the last key.
 (function () {
   var content = document.getElementById("content");
   var frame = document.getElementById("preview");
@@ -62,11 +77,11 @@
   var status = document.getElementById("preview-status");
   var timer = 0, inFlight = null;
   var largeText = 100000, quickPause = 300, longPause = 1500; // characters, ms
-  function show(answer) {
+  function show(answer, sent) {
     status.textContent = answer.error || "";
     if (!answer.error) {
       frame.srcdoc = answer.html;
-      document.dispatchEvent(new CustomEvent("console:previewed"));
+      document.dispatchEvent(new CustomEvent("console:previewed", { detail: sent }));
     }
     document.dispatchEvent(new CustomEvent("console:preview-answered"));
   }
@@ -86,22 +101,26 @@
       return { error: a && typeof a.error === "string" && a.error ? a.error : refused(r.status) };
     });
   }
+  function cancel() {
+    if (inFlight) { inFlight.abort(); inFlight = null; }
+  }
   function update() {
-    if (inFlight) { inFlight.abort(); }
-    var ctl = new AbortController(), body = new FormData();
+    cancel();
+    var ctl = new AbortController(), body = new FormData(), sent = content.value;
     inFlight = ctl;
     body.append("type", form.elements.type.value);
-    body.append("content", content.value);
+    body.append("content", sent);
     fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin", signal: ctl.signal })
       .then(answerOf)
       .catch(function () { return { error: "The preview could not be made: the console cannot be reached right now." }; })
       .then(function (a) {
         if (inFlight !== ctl) { return; } // cancelled: a newer text was sent
         inFlight = null;
-        show(a);
+        show(a, sent);
       });
   }
   content.addEventListener("input", function () {
+    cancel(); // its answer would be of an older text
     clearTimeout(timer);
     timer = setTimeout(update, content.value.length > largeText ? longPause : quickPause);
   });
