@@ -2,12 +2,10 @@ package pages
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -15,8 +13,8 @@ import (
 	"github.com/doclib/services/console/internal/revision"
 )
 
-// historyPage is how many revisions the history page lists at once; each
-// is read to say what it changed.
+// historyPage is how many revisions the history page lists at once (read
+// with their documents, to say what each changed).
 const historyPage = 20
 
 // historyRow is one write of a document: who, when, why, and what it
@@ -45,42 +43,28 @@ func (p *Pages) revisionsPage(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	// One more than shown: the revision before the oldest shown says what
-	// that one changed.
-	page, err := p.cfg.API.Revisions(ctx, s.Token, id, before, historyPage+1)
+	// One more than shown, each with its document (one request): the
+	// revision before the oldest shown says what that one changed.
+	revs, err := p.cfg.API.RevisionsFull(ctx, s.Token, id, before, historyPage+1)
 	if err != nil {
 		p.fail(c, err)
 		return
 	}
-	d := historyData{ID: id, Title: doc.Title, Rows: p.history(ctx, s.Token, id, page.Revisions)}
-	if len(page.Revisions) > historyPage {
-		d.NextBefore = page.Revisions[historyPage-1].Version
+	d := historyData{ID: id, Title: doc.Title, Rows: history(revs)}
+	if len(revs) > historyPage {
+		d.NextBefore = revs[historyPage-1].Version
 	}
 	p.render(c, http.StatusOK, "revisions", view{Title: "History of " + doc.Title, Data: d})
 }
 
 // history makes the rows of revs (newest first, one more than shown): each
-// row's changes compare it with the next, older revision. A revision
-// that cannot be read leaves its rows without changes.
-func (p *Pages) history(ctx context.Context, token, id string, revs []boclient.RevisionShort) []historyRow {
-	raws := make([]json.RawMessage, len(revs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4) // the gateway's other callers come first
-	for i, r := range revs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if full, err := p.cfg.API.Revision(ctx, token, id, r.Version); err == nil {
-				raws[i] = full.Raw
-			}
-		})
-	}
-	wg.Wait()
+// row's changes compare it with the next, older revision.
+func history(revs []boclient.Revision) []historyRow {
 	rows := make([]historyRow, 0, historyPage)
 	for i, r := range revs[:min(len(revs), historyPage)] {
-		row := historyRow{RevisionShort: r, Reason: revision.Reason(r.Why)}
-		if i+1 < len(revs) && raws[i] != nil && raws[i+1] != nil {
-			row.Changes = revision.Changes(raws[i+1], raws[i])
+		row := historyRow{RevisionShort: r.RevisionShort, Reason: revision.Reason(r.Why)}
+		if i+1 < len(revs) {
+			row.Changes = revision.Changes(revs[i+1].Raw, r.Raw)
 		}
 		rows = append(rows, row)
 	}
