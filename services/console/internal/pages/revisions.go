@@ -83,6 +83,56 @@ type revisionData struct {
 	// Tags are the names of the revision's tags that still exist.
 	Tags   []string
 	Reason string
+	// Gone is what the version names that no longer exists.
+	Gone *gone
+}
+
+// gone are a revision's references that no longer exist: a restore leaves
+// them out, and a PDF whose file is gone cannot be restored at all.
+type gone struct {
+	Tags, Images, Pins []string // ids
+	File               bool
+}
+
+// Any reports whether anything is gone.
+func (g gone) Any() bool { return len(g.Tags)+len(g.Images)+len(g.Pins) > 0 || g.File }
+
+// goneOf compares doc's references with what the library holds now (the
+// edit page's choices); nil when that cannot be read.
+func (p *Pages) goneOf(ctx context.Context, token string, doc boclient.Document) (*gone, []boclient.Category) {
+	d := editData{Form: form{ID: doc.ID}}
+	if err := p.choices(ctx, token, &d); err != nil {
+		return nil, nil
+	}
+	var tags, images, pins, pdfs []string
+	for _, c := range d.Categories {
+		for _, t := range c.Tags {
+			tags = append(tags, t.ID)
+		}
+	}
+	for _, m := range d.Images {
+		images = append(images, m.ID)
+	}
+	for _, m := range d.PDFs {
+		pdfs = append(pdfs, m.ID)
+	}
+	for _, o := range d.Others {
+		pins = append(pins, o.ID)
+	}
+	g := &gone{Tags: missing(doc.TagIDs, tags), Images: missing(doc.ImageIDs, images), Pins: missing(doc.RelatedIDs, pins),
+		File: doc.File != nil && !slices.Contains(pdfs, doc.File.ID)}
+	return g, d.Categories
+}
+
+// missing are the ids not in have.
+func missing(ids, have []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(have, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // revisionPage shows a document as it was after one write, with a button
@@ -107,9 +157,8 @@ func (p *Pages) revisionPage(c *gin.Context) {
 		return
 	}
 	d := revisionData{ID: id, Rev: r, Reason: revision.Reason(r.Why), ETag: etag}
-	if cats, err := p.cfg.API.Categories(ctx, s.Token); err == nil {
-		d.Tags = tagNames(cats, r.Document.TagIDs)
-	}
+	g, cats := p.goneOf(ctx, s.Token, r.Document)
+	d.Gone, d.Tags = g, tagNames(cats, r.Document.TagIDs)
 	p.render(c, http.StatusOK, "revision", view{Title: "Version " + strconv.FormatInt(rev, 10) + " of " + r.Document.Title, Data: d})
 }
 
