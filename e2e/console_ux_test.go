@@ -164,7 +164,7 @@ func mediaDragAndDrop(t *testing.T, b *browser, st *Stack, axe, admin, run strin
 
 // uploadRefused: an upload the console answers with an error status keeps
 // the form and the chosen files, and says why in #upload-status (the
-// script's send is pointed at a path that is 404).
+// script's send is pointed at a static path, which takes no POST: 405).
 func uploadRefused(t *testing.T, b *browser, run string) {
 	b.run(t, "an upload refused", runJS(`const open = XMLHttpRequest.prototype.open;
 			XMLHttpRequest.prototype.open = function (m) { return open.call(this, m, "/console/static/nope") };
@@ -174,7 +174,7 @@ func uploadRefused(t *testing.T, b *browser, run string) {
 		waitFor(`document.getElementById("files").files.length === 2`), // a drop joins the files chosen
 		chromedp.Click(chromedp.CSS(`#upload-form button[type=submit]`)), waitFor(`window.refused === true`))
 	said := get(t, b, "status", chromedp.Text(chromedp.ID("upload-status")))
-	if !strings.Contains(said, "still chosen") || !strings.Contains(said, "404") {
+	if !strings.Contains(said, "still chosen") || !strings.Contains(said, "(error 405)") {
 		t.Errorf("after a refused upload the page says %q", said)
 	}
 	if n := get(t, b, "files", chromedp.Evaluate[int](`document.getElementById("files").files.length`)); n != 2 {
