@@ -128,7 +128,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 	})
 	consolePages(t, b, st, axe, admin, run)
 	consoleUX(t, b, st, axe, admin, run, docs["HTML"])
-	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"]) })
+	t.Run("a failed save keeps what was typed", func(t *testing.T) { failedSaves(t, b, st, admin, docs["LINK"], run) })
 	t.Run("a viewer cannot edit", func(t *testing.T) { viewerCannotEdit(t, st, docs["PDF"]) })
 	t.Run("a cross-origin POST is refused", func(t *testing.T) { crossOriginRefused(t, st, docs["PDF"]) })
 	t.Run("a form posted twice makes one document", func(t *testing.T) { postedTwice(t, st, run) })
@@ -173,6 +173,8 @@ func (b *browser) admin(t *testing.T) string {
 // wantShown checks the count of rows shown and the count the page says.
 func (b *browser) wantShown(t *testing.T, what string, want int) {
 	t.Helper()
+	// The script filters in the next frame: wait for it.
+	get(t, b, what, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => setTimeout(() => r(true), 0)))`, chromedp.EvalAwaitPromise))
 	n := get(t, b, what, chromedp.Evaluate[int](`document.querySelectorAll("#rows tr:not([hidden])").length`))
 	said := get(t, b, what, chromedp.Text(chromedp.ID("shown")))
 	if n != want || said != strconv.Itoa(want) {
@@ -303,7 +305,7 @@ func waitFor(expr string) chromedp.Action[chromedp.Void] {
 
 // failedSaves: a 422 shows the API's words next to the field and the form
 // with what was typed; so does a 412 (someone else saved in between).
-func failedSaves(t *testing.T, b *browser, st *Stack, admin, linkID string) {
+func failedSaves(t *testing.T, b *browser, st *Stack, admin, linkID, run string) {
 	b.run(t, "create with a bad URL", chromedp.Navigate(admin+"/documents/new?type=LINK"), chromedp.WaitVisible(chromedp.ID("title")),
 		chromedp.SendKeys(chromedp.ID("title"), "Typed title"), chromedp.SetValue(chromedp.ID("url"), "not a url"),
 		chromedp.Submit(chromedp.ID("title")), chromedp.WaitVisible(chromedp.ID("url-error")))
@@ -327,6 +329,7 @@ func failedSaves(t *testing.T, b *browser, st *Stack, admin, linkID string) {
 		t.Errorf("after a 412 the page says %q", msg)
 	}
 	saveOverTheirs(t, b, st, linkID)
+	theyChangedTags(t, b, st, admin, linkID, run)
 	// Put the title back for the checks that follow.
 	st.Must("PATCH", "/bo/documents/"+linkID, map[string]any{"type": "LINK", "title": xssTitle,
 		"url": "https://example.org/a", "tagsIds": d["tagsIds"]}, 200)

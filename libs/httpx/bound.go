@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/doclib/libs/problem"
 )
 
@@ -19,12 +21,12 @@ const BoundGrace = 500 * time.Millisecond
 // write (MongoDB can apply a write whose answer timed out, and a commit
 // runs on past its request's budget so as not to leave half a write). h
 // goes on in the background; its late answer is dropped. Reads, bounded
-// by their budget alone, and the writes streams reports (uploads) pass
-// untouched. This keeps the README's promise of an answer within ~5 s
+// by their budget alone, and the requests pass reports (uploads, which
+// stream; a POST that changes nothing) pass untouched. This keeps the README's promise of an answer within ~5 s
 // whatever a write waits for.
-func Bound(h http.Handler, d time.Duration, streams func(*http.Request) bool) http.Handler {
+func Bound(h http.Handler, d time.Duration, pass func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !Writes(r) || streams(r) {
+		if !Writes(r) || pass(r) {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -113,3 +115,16 @@ func (w *heldWriter) copyTo(dst http.ResponseWriter) {
 // Writes reports whether r may change something: any method but GET and
 // HEAD.
 func Writes(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }
+
+// Unless runs h for every request but those skip reports, which go on to
+// the next handler untouched (a middleware that concerns writes, skipped
+// for a POST that changes nothing).
+func Unless(skip func(*http.Request) bool, h gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if skip(c.Request) {
+			c.Next()
+			return
+		}
+		h(c)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 )
 
 func TestBoundAnswersASlowWriteAsAnUnknownOutcome(t *testing.T) {
@@ -43,6 +45,22 @@ func TestBoundAnswersASlowWriteAsAnUnknownOutcome(t *testing.T) {
 		}
 		if rec, _ := do(c.method, c.path); rec.Code != 201 {
 			t.Errorf("%s %s: %d, want its own answer (not bounded)", c.method, c.path, rec.Code)
+		}
+	}
+}
+
+func TestUnless(t *testing.T) {
+	e := gin.New()
+	e.Use(Unless(func(r *http.Request) bool { return r.URL.Path == "/skip" }, func(c *gin.Context) {
+		c.AbortWithStatus(http.StatusTeapot)
+	}))
+	e.POST("/skip", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	e.POST("/other", func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	for path, want := range map[string]int{"/skip": 204, "/other": 418} {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest("POST", path, nil))
+		if rec.Code != want {
+			t.Errorf("POST %s: %d, want %d", path, rec.Code, want)
 		}
 	}
 }

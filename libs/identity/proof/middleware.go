@@ -16,8 +16,10 @@ import (
 // viewer's request other than GET and HEAD is 403 (the gateway refuses it
 // first; this is the second line). The caller goes into the request's
 // context. Install it engine-wide (engine.Use) so it runs before Gin's 404
-// and 405 answers. Other paths pass untouched.
-func Middleware(v *Verifier) gin.HandlerFunc {
+// and 405 answers. Other paths pass untouched. safe, if given, reports the
+// requests other than GET and HEAD that change nothing (a preview): a
+// viewer may send them too.
+func Middleware(v *Verifier, safe ...func(*http.Request) bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		path := c.Request.URL.Path
 		if path != "/bo" && !strings.HasPrefix(path, "/bo/") {
@@ -30,7 +32,7 @@ func Middleware(v *Verifier) gin.HandlerFunc {
 			httpx.Fail(c, problem.Unauthorized(err.Error()))
 			return
 		}
-		if caller.Role == identity.Viewer && c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead {
+		if caller.Role == identity.Viewer && httpx.Writes(c.Request) && !anyOf(safe, c.Request) {
 			c.Writer.Header().Del("Allow")
 			httpx.Fail(c, problem.Forbidden("the role viewer may only read (GET, HEAD)"))
 			return
@@ -38,4 +40,14 @@ func Middleware(v *Verifier) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(identity.With(c.Request.Context(), caller))
 		c.Next()
 	}
+}
+
+// anyOf reports whether one of preds holds for r.
+func anyOf(preds []func(*http.Request) bool, r *http.Request) bool {
+	for _, p := range preds {
+		if p(r) {
+			return true
+		}
+	}
+	return false
 }

@@ -79,7 +79,7 @@ func TestSignVerify(t *testing.T) {
 func TestMiddleware(t *testing.T) {
 	t.Parallel()
 	e := httpx.NewEngine("test", slog.New(slog.DiscardHandler))
-	e.Use(Middleware(NewVerifier(key)))
+	e.Use(Middleware(NewVerifier(key), func(r *http.Request) bool { return r.URL.Path == "/bo/things/preview" }))
 	seen := ""
 	handler := func(c *gin.Context) {
 		seen = identity.Name(c.Request.Context())
@@ -87,6 +87,7 @@ func TestMiddleware(t *testing.T) {
 	}
 	e.GET("/bo/things", handler)
 	e.DELETE("/bo/things/:id", handler)
+	e.POST("/bo/things/preview", handler)
 	e.GET("/public/things", handler)
 	s := NewSigner(key)
 
@@ -101,6 +102,7 @@ func TestMiddleware(t *testing.T) {
 		{name: "editor", method: "DELETE", path: "/bo/things/t1", caller: &identity.Caller{Name: "alice", Role: identity.Editor}, want: 204, wantName: "alice"},
 		{name: "viewer reads", method: "GET", path: "/bo/things", caller: &identity.Caller{Name: "carol", Role: identity.Viewer}, want: 204, wantName: "carol"},
 		{name: "viewer writes", method: "DELETE", path: "/bo/things/t1", caller: &identity.Caller{Name: "carol", Role: identity.Viewer}, want: 403},
+		{name: "viewer sends a safe POST", method: "POST", path: "/bo/things/preview", caller: &identity.Caller{Name: "carol", Role: identity.Viewer}, want: 204, wantName: "carol"},
 		{name: "no header", method: "GET", path: "/bo/things", want: 401},
 		{name: "no header, unknown path", method: "GET", path: "/bo/nope", want: 401},
 		{name: "no header, unknown method", method: "PUT", path: "/bo/things", want: 401},

@@ -202,10 +202,10 @@ func run(ctx context.Context) error {
 		Report(map[string]httpx.Check{"nats": bus.Ready})
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
-	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey), httpapi.Safe))
 	// A POST with an Idempotency-Key runs once; its keys live in this
 	// service's database, shared by its replicas.
-	engine.Use(idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, nil))
+	engine.Use(httpx.Unless(httpapi.Safe, idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, nil)))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
@@ -219,5 +219,5 @@ func run(ctx context.Context) error {
 // bound answers a write that has not answered within the request budget
 // as an unknown outcome (httpx.Bound).
 func bound(h http.Handler) http.Handler {
-	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, func(*http.Request) bool { return false })
+	return httpx.Bound(h, httpx.RequestBudget+httpx.BoundGrace, httpapi.Safe)
 }

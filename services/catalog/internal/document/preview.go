@@ -2,6 +2,7 @@ package document
 
 import (
 	"bytes"
+	"context"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -30,7 +31,10 @@ type Preview struct {
 // a create or update would, and renders it as HTML, sanitised again with
 // the policy of HTML documents. Nothing is stored. An empty text is an
 // empty preview, not an error: a person may not have typed anything yet.
-func RenderPreview(t, content string) (Preview, error) {
+// A large Markdown text takes a while (about 1.6 s for 1 MiB): between
+// its steps, a context that ended (the person typed on, the budget
+// passed) stops it.
+func RenderPreview(ctx context.Context, t, content string) (Preview, error) {
 	var errs validation.Errors
 	switch Type(t) {
 	case Markdown, HTML:
@@ -48,8 +52,14 @@ func RenderPreview(t, content string) (Preview, error) {
 		return Preview{Content: clean, HTML: clean}, nil
 	}
 	clean := SanitizeMarkdown(content)
+	if err := ctx.Err(); err != nil {
+		return Preview{}, err
+	}
 	var out bytes.Buffer
 	if err := previewRenderer.Convert([]byte(clean), &out); err != nil {
+		return Preview{}, err
+	}
+	if err := ctx.Err(); err != nil {
 		return Preview{}, err
 	}
 	return Preview{Content: clean, HTML: htmlPolicy.Sanitize(out.String())}, nil

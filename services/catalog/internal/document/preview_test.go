@@ -1,6 +1,7 @@
 package document
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestRenderPreview(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p, err := RenderPreview(tc.typ, tc.content)
+			p, err := RenderPreview(context.Background(), tc.typ, tc.content)
 			if err != nil {
 				t.Fatalf("RenderPreview: %v", err)
 			}
@@ -47,7 +48,7 @@ func TestRenderPreview(t *testing.T) {
 func TestRenderPreviewMatchesWhatIsStored(t *testing.T) {
 	t.Parallel()
 	in := "[x](javascript:alert(1)) <b onclick=y>b</b>"
-	p, err := RenderPreview("MARKDOWN", in)
+	p, err := RenderPreview(context.Background(), "MARKDOWN", in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +64,19 @@ func TestRenderPreviewRefusesBadInput(t *testing.T) {
 		{"", "x", "type"},
 		{"HTML", strings.Repeat("a", MaxContent+1), "content"},
 	} {
-		_, err := RenderPreview(tc.typ, tc.content)
+		_, err := RenderPreview(context.Background(), tc.typ, tc.content)
 		var errs validation.Errors
 		if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Field != tc.field {
 			t.Errorf("RenderPreview(%q, %d bytes) = %v, want one error on %s", tc.typ, len(tc.content), err, tc.field)
 		}
+	}
+}
+
+func TestRenderPreviewStopsWhenAsked(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := RenderPreview(ctx, "MARKDOWN", "# a"); err != context.Canceled {
+		t.Errorf("RenderPreview with an ended context = %v, want context.Canceled", err)
 	}
 }

@@ -67,7 +67,7 @@ func (h *Handler) Register(r gin.IRouter) {
 
 	httpx.GET(b, "/bo/documents", h.list(true))
 	b.POST("/bo/documents", h.create)
-	b.POST("/bo/documents/preview", h.preview)
+	b.POST(PreviewPath, h.preview)
 	b.PATCH("/bo/documents/:id", h.update)
 	b.DELETE("/bo/documents/:id", h.delete)
 	httpx.GET(b, "/bo/documents/:id/detail", h.boDetail)

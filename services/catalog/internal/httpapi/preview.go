@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/problem"
 	"github.com/doclib/services/catalog/internal/document"
 )
 
@@ -22,6 +25,15 @@ type previewOutput struct {
 	HTML    string `json:"html"`
 }
 
+// PreviewPath is the document preview's route.
+const PreviewPath = "/bo/documents/preview"
+
+// Safe reports whether r changes nothing although it is a POST: the
+// preview. A viewer may send it, and the service's write handling (the
+// unknown-outcome bound, Idempotency-Key) leaves it alone: it stores
+// nothing, so there is no outcome to keep or to be unsure of.
+func Safe(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == PreviewPath }
+
 // preview renders an unsaved text with the sanitiser and Markdown reader
 // the documents get; nothing is stored, so it never changes the library.
 func (h *Handler) preview(c *gin.Context) {
@@ -29,8 +41,13 @@ func (h *Handler) preview(c *gin.Context) {
 	if !httpx.BindJSON(c, &in) {
 		return
 	}
-	p, err := document.RenderPreview(in.Type, in.Content)
-	if err != nil {
+	p, err := document.RenderPreview(c.Request.Context(), in.Type, in.Content)
+	if errors.Is(err, context.DeadlineExceeded) { // the budget passed: nothing to be unsure of
+		httpx.Abort(c, err, func(error) *problem.Problem {
+			return problem.Unavailable("the preview took longer than the request budget; ask again, or with a shorter text")
+		})
+		return
+	} else if err != nil {
 		fail(c, err)
 		return
 	}

@@ -173,9 +173,16 @@ func readProblem(res *http.Response) *APIError {
 }
 
 // jsonRequest is a request with v as its JSON body.
+// jsonRequest encodes v without HTML escaping: json.Marshal writes each
+// <, > and & of a text as \u003c (6 bytes), so HTML well under the 1 MiB
+// content limit could pass the gateway's JSON body limit (a 413 where the
+// API documents a 422).
 func jsonRequest(method, path, token string, v any) request {
-	b, _ := json.Marshal(v) // the console's own types always marshal
-	return request{method: method, path: path, token: token, body: bytes.NewReader(b), contentType: "application/json"}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the console's own types always encode
+	return request{method: method, path: path, token: token, body: bytes.NewReader(b.Bytes()), contentType: "application/json"}
 }
 
 // Me is who a token names, as the gateway decides it (GET /bo/me).

@@ -271,12 +271,6 @@ type RevisionShort struct {
 	Why     string `json:"why"`
 }
 
-// RevisionPage is a page of a document's revisions, newest first.
-type RevisionPage struct {
-	Revisions  []RevisionShort `json:"revisions"`
-	NextBefore int64           `json:"nextBefore"`
-}
-
 // Revision is a document as it was after one write; Raw is its JSON, to
 // compare with another revision.
 type Revision struct {
@@ -285,16 +279,19 @@ type Revision struct {
 	Document Document        `json:"-"`
 }
 
-// Revisions is a page of limit revisions of document id, before the
-// version before (0: the newest).
-func (c *Client) Revisions(ctx context.Context, token, id string, before int64, limit int) (RevisionPage, error) {
-	q := url.Values{"limit": {strconv.Itoa(limit)}}
+// RevisionsFull is a page of limit revisions of document id, each with
+// its document (?full=true), before the version before (0: the newest):
+// one request where one per revision would do.
+func (c *Client) RevisionsFull(ctx context.Context, token, id string, before int64, limit int) ([]Revision, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}, "full": {"true"}}
 	if before > 0 {
 		q.Set("before", strconv.FormatInt(before, 10))
 	}
-	var out RevisionPage
+	var out struct {
+		Revisions []Revision `json:"revisions"`
+	}
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/bo/documents/" + url.PathEscape(id) + "/revisions", query: q, token: token}, &out)
-	return out, err
+	return out.Revisions, err
 }
 
 // Revision is revision rev of document id.
@@ -318,12 +315,13 @@ type Dropped struct {
 func (d Dropped) Any() bool { return len(d.TagIDs)+len(d.MediaIDs)+len(d.RelatedIDs) > 0 }
 
 // RestoreRevision writes revision rev's content as document id's current
-// content (a new revision) and says what it left out.
-func (c *Client) RestoreRevision(ctx context.Context, token, id string, rev int64) (Dropped, error) {
+// content (a new revision) if the document is still at version etag (412
+// otherwise), and says what it left out.
+func (c *Client) RestoreRevision(ctx context.Context, token, id string, rev int64, etag string) (Dropped, error) {
 	var out struct {
 		Dropped Dropped `json:"dropped"`
 	}
-	_, err := c.do(ctx, request{method: http.MethodPost, path: revisionPath(id, rev) + "/restore", token: token}, &out)
+	_, err := c.do(ctx, request{method: http.MethodPost, path: revisionPath(id, rev) + "/restore", token: token, ifMatch: etag}, &out)
 	return out.Dropped, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -46,6 +47,9 @@ type editData struct {
 	// opened (a 412); the form then carries its ETag, so that saving
 	// again replaces it deliberately.
 	Current *boclient.Document
+	// Conflict says, after a 412, which of their changes the form took
+	// and which fields still differ from their version.
+	Conflict *conflict
 }
 
 // FieldError is the API's message about field, for the template.
@@ -75,14 +79,20 @@ func (f form) input() boclient.DocumentInput {
 		in.FileID = f.FileID
 	case "MARKDOWN", "HTML":
 		in.Content, in.ImageIDs = f.Content, nonNil(f.ImageIDs)
-		in.Sources = []string{}
-		for _, s := range strings.Split(f.Sources, "\n") {
-			if s = strings.TrimSpace(s); s != "" {
-				in.Sources = append(in.Sources, s)
-			}
-		}
+		in.Sources = lines(f.Sources)
 	}
 	return in
+}
+
+// lines are the non-empty lines of s, trimmed.
+func lines(s string) []string {
+	out := []string{}
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func nonNil(s []string) []string {
@@ -151,14 +161,7 @@ func (p *Pages) newDocument(c *gin.Context) {
 	p.showForm(c, http.StatusOK, d)
 }
 
-func validType(t string) bool {
-	for _, x := range Types {
-		if x == t {
-			return true
-		}
-	}
-	return false
-}
+func validType(t string) bool { return slices.Contains(Types, t) }
 
 func (p *Pages) editDocument(c *gin.Context) {
 	s, _ := current(c)
@@ -237,7 +240,7 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
 	if c.PostForm("preview") != "" {
-		p.showPreview(c, ctx, s.Token, f)
+		p.showPreview(c, ctx, s, f)
 		return
 	}
 	doc, err := p.send(c, ctx, s.Token, &f, create)
@@ -250,8 +253,7 @@ func (p *Pages) save(c *gin.Context, create bool) {
 		if e.Status == http.StatusPreconditionFailed && !create {
 			p.theirVersion(ctx, s.Token, &d)
 		}
-		_ = p.choices(ctx, s.Token, &d) // the form is shown with what can be loaded
-		p.showForm(c, status(d.Err), d)
+		p.reshow(c, ctx, s, status(d.Err), d)
 		return
 	}
 	c.Redirect(http.StatusSeeOther, Base+"/documents/"+url.PathEscape(doc.ID)+"?done="+map[bool]string{true: "created", false: "saved"}[create])
@@ -315,11 +317,14 @@ func (p *Pages) theirVersion(ctx context.Context, token string, d *editData) {
 	if err != nil {
 		return
 	}
-	d.Current, d.Stored, d.Form.ETag = &cur, &cur, etag
+	base := p.base(ctx, token, d.Form)
+	c := merge(&d.Form, base, formOf(cur, etag))
+	d.Current, d.Stored, d.Form.ETag, d.Conflict = &cur, &cur, etag, &c
 	who := cur.UpdatedBy
 	if who == "" {
 		who = "someone"
 	}
 	d.Err.Detail = fmt.Sprintf("%s changed this document at %s, after you opened it, so nothing was saved. "+
-		"What you typed is kept in the form; their version is shown below it. Saving again replaces their version with yours.", who, cur.UpdatedAt)
+		"What you typed is kept in the form; their version is shown below it, with the fields that differ. "+
+		"Saving again replaces their version with the form as it is now.", who, cur.UpdatedAt)
 }

@@ -72,8 +72,13 @@ func (p *Pages) uploadMedia(c *gin.Context) {
 		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
 		return
 	}
-	form, err := c.MultipartForm()
-	if err != nil || len(form.File["files"]) == 0 {
+	if err := parseForm(c); err != nil { // over the limit: a 413 that says it
+		e := boclient.AsAPIError(err)
+		p.showMedia(c, status(e), mediaData{Uploads: []uploadResult{{Err: e}}})
+		return
+	}
+	form := c.Request.MultipartForm
+	if form == nil || len(form.File["files"]) == 0 {
 		e := &boclient.APIError{Status: http.StatusUnprocessableEntity, Code: "validation_failed", Detail: "Pick one or more files to upload."}
 		p.showMedia(c, http.StatusUnprocessableEntity, mediaData{Uploads: []uploadResult{{Err: e}}})
 		return

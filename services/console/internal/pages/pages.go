@@ -85,6 +85,7 @@ func New(cfg Config) (*Pages, error) {
 
 var funcs = template.FuncMap{
 	"join": strings.Join,
+	"list": func(s []string) string { return strings.Join(s, ", ") },
 	"size": size,
 	"has":  slices.Contains[[]string],
 }

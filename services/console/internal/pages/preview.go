@@ -49,31 +49,40 @@ func previewError(e *boclient.APIError) string {
 }
 
 // showPreview renders the edit page with the preview of the typed text
-// (the Preview button, without script): nothing is saved.
-func (p *Pages) showPreview(c *gin.Context, ctx context.Context, token string, f form) {
+// (the Preview button, without script): nothing is saved. After a 412
+// (the form says so) their version is shown again, with the fields that
+// differ, so the next save is still knowingly over theirs.
+func (p *Pages) showPreview(c *gin.Context, ctx context.Context, s session.Session, f form) {
 	d := editData{Form: f}
-	pv, err := p.cfg.API.PreviewDocument(ctx, token, f.Type, f.Content)
+	if c.PostForm("conflict") != "" && f.ID != "" {
+		if cur, etag, err := p.cfg.API.Document(ctx, s.Token, f.ID); err == nil {
+			cf := merge(&d.Form, nil, formOf(cur, etag)) // lists; the form was merged at the 412
+			d.Current, d.Stored, d.Conflict = &cur, &cur, &cf
+		}
+	}
+	pv, err := p.cfg.API.PreviewDocument(ctx, s.Token, f.Type, f.Content)
 	if err != nil {
-		e := explain(boclient.AsAPIError(err))
-		d.PreviewError = previewError(e)
+		d.PreviewError = previewError(explain(boclient.AsAPIError(err)))
 	} else {
 		d.Preview, d.Previewed = pv.HTML, true
 	}
-	_ = p.choices(ctx, token, &d)
+	_ = p.choices(ctx, s.Token, &d)
 	p.showForm(c, http.StatusOK, d)
 }
 
-// storedPreview is the preview of a stored text shown when the edit page
-// opens; an editor's comes from the API (Markdown rendered), a viewer may
-// not ask it (a POST) and sees an HTML document's stored, sanitised text.
+// reshow renders the edit page again after a failed save, with what can
+// be loaded: the choices, and the preview of the typed text.
+func (p *Pages) reshow(c *gin.Context, ctx context.Context, s session.Session, status int, d editData) {
+	_ = p.choices(ctx, s.Token, &d)
+	p.storedPreview(ctx, s, &d)
+	p.showForm(c, status, d)
+}
+
+// storedPreview is the preview of the form's text (stored, or typed and
+// sent back), from the API (Markdown rendered); a viewer may ask it too (the
+// preview changes nothing).
 func (p *Pages) storedPreview(ctx context.Context, s session.Session, d *editData) {
 	if d.Form.Type != "MARKDOWN" && d.Form.Type != "HTML" {
-		return
-	}
-	if !s.CanEdit() {
-		if d.Form.Type == "HTML" {
-			d.Preview, d.Previewed = d.Form.Content, true
-		}
 		return
 	}
 	if pv, err := p.cfg.API.PreviewDocument(ctx, s.Token, d.Form.Type, d.Form.Content); err == nil {

@@ -2,12 +2,10 @@ package pages
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -15,8 +13,8 @@ import (
 	"github.com/doclib/services/console/internal/revision"
 )
 
-// historyPage is how many revisions the history page lists at once; each
-// is read to say what it changed.
+// historyPage is how many revisions the history page lists at once (read
+// with their documents, to say what each changed).
 const historyPage = 20
 
 // historyRow is one write of a document: who, when, why, and what it
@@ -45,42 +43,28 @@ func (p *Pages) revisionsPage(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	// One more than shown: the revision before the oldest shown says what
-	// that one changed.
-	page, err := p.cfg.API.Revisions(ctx, s.Token, id, before, historyPage+1)
+	// One more than shown, each with its document (one request): the
+	// revision before the oldest shown says what that one changed.
+	revs, err := p.cfg.API.RevisionsFull(ctx, s.Token, id, before, historyPage+1)
 	if err != nil {
 		p.fail(c, err)
 		return
 	}
-	d := historyData{ID: id, Title: doc.Title, Rows: p.history(ctx, s.Token, id, page.Revisions)}
-	if len(page.Revisions) > historyPage {
-		d.NextBefore = page.Revisions[historyPage-1].Version
+	d := historyData{ID: id, Title: doc.Title, Rows: history(revs)}
+	if len(revs) > historyPage {
+		d.NextBefore = revs[historyPage-1].Version
 	}
 	p.render(c, http.StatusOK, "revisions", view{Title: "History of " + doc.Title, Data: d})
 }
 
 // history makes the rows of revs (newest first, one more than shown): each
-// row's changes compare it with the next, older revision. A revision
-// that cannot be read leaves its rows without changes.
-func (p *Pages) history(ctx context.Context, token, id string, revs []boclient.RevisionShort) []historyRow {
-	raws := make([]json.RawMessage, len(revs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4) // the gateway's other callers come first
-	for i, r := range revs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if full, err := p.cfg.API.Revision(ctx, token, id, r.Version); err == nil {
-				raws[i] = full.Raw
-			}
-		})
-	}
-	wg.Wait()
+// row's changes compare it with the next, older revision.
+func history(revs []boclient.Revision) []historyRow {
 	rows := make([]historyRow, 0, historyPage)
 	for i, r := range revs[:min(len(revs), historyPage)] {
-		row := historyRow{RevisionShort: r, Reason: revision.Reason(r.Why)}
-		if i+1 < len(revs) && raws[i] != nil && raws[i+1] != nil {
-			row.Changes = revision.Changes(raws[i+1], raws[i])
+		row := historyRow{RevisionShort: r.RevisionShort, Reason: revision.Reason(r.Why)}
+		if i+1 < len(revs) {
+			row.Changes = revision.Changes(revs[i+1].Raw, r.Raw)
 		}
 		rows = append(rows, row)
 	}
@@ -92,9 +76,63 @@ var noSuchRevision = &boclient.APIError{Status: http.StatusNotFound, Code: "revi
 type revisionData struct {
 	ID  string
 	Rev boclient.Revision
+	// ETag is the document's version as this page showed it: the restore
+	// sends it (If-Match), so it never discards a save made since, and a
+	// second press of the button restores nothing twice.
+	ETag string
 	// Tags are the names of the revision's tags that still exist.
 	Tags   []string
 	Reason string
+	// Gone is what the version names that no longer exists.
+	Gone *gone
+}
+
+// gone are a revision's references that no longer exist: a restore leaves
+// them out, and a PDF whose file is gone cannot be restored at all.
+type gone struct {
+	Tags, Images, Pins []string // ids
+	File               bool
+}
+
+// Any reports whether anything is gone.
+func (g gone) Any() bool { return len(g.Tags)+len(g.Images)+len(g.Pins) > 0 || g.File }
+
+// goneOf compares doc's references with what the library holds now (the
+// edit page's choices); nil when that cannot be read.
+func (p *Pages) goneOf(ctx context.Context, token string, doc boclient.Document) (*gone, []boclient.Category) {
+	d := editData{Form: form{ID: doc.ID}}
+	if err := p.choices(ctx, token, &d); err != nil {
+		return nil, nil
+	}
+	var tags, images, pins, pdfs []string
+	for _, c := range d.Categories {
+		for _, t := range c.Tags {
+			tags = append(tags, t.ID)
+		}
+	}
+	for _, m := range d.Images {
+		images = append(images, m.ID)
+	}
+	for _, m := range d.PDFs {
+		pdfs = append(pdfs, m.ID)
+	}
+	for _, o := range d.Others {
+		pins = append(pins, o.ID)
+	}
+	g := &gone{Tags: missing(doc.TagIDs, tags), Images: missing(doc.ImageIDs, images), Pins: missing(doc.RelatedIDs, pins),
+		File: doc.File != nil && !slices.Contains(pdfs, doc.File.ID)}
+	return g, d.Categories
+}
+
+// missing are the ids not in have.
+func missing(ids, have []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(have, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // revisionPage shows a document as it was after one write, with a button
@@ -113,10 +151,14 @@ func (p *Pages) revisionPage(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	d := revisionData{ID: id, Rev: r, Reason: revision.Reason(r.Why)}
-	if cats, err := p.cfg.API.Categories(ctx, s.Token); err == nil {
-		d.Tags = tagNames(cats, r.Document.TagIDs)
+	_, etag, err := p.cfg.API.Document(ctx, s.Token, id)
+	if err != nil {
+		p.fail(c, err)
+		return
 	}
+	d := revisionData{ID: id, Rev: r, Reason: revision.Reason(r.Why), ETag: etag}
+	g, cats := p.goneOf(ctx, s.Token, r.Document)
+	d.Gone, d.Tags = g, tagNames(cats, r.Document.TagIDs)
 	p.render(c, http.StatusOK, "revision", view{Title: "Version " + strconv.FormatInt(rev, 10) + " of " + r.Document.Title, Data: d})
 }
 
@@ -139,6 +181,12 @@ func tagNames(cats []boclient.Category, ids []string) []string {
 	return out
 }
 
+// staleRestore is a restore sent from a page older than the document: a
+// save since, or this very restore sent twice.
+var staleRestore = &boclient.APIError{Status: http.StatusPreconditionFailed, Code: "precondition_failed",
+	Detail: "The document changed after this version's page was opened (someone saved it, or this restore was already sent), " +
+		"so nothing was restored. Open the history again to see the document as it is now, then restore if you still want to."}
+
 // restoreRevision makes a revision the document's current content; the
 // edit page then says so, and whether references that no longer hold
 // were left out.
@@ -155,9 +203,17 @@ func (p *Pages) restoreRevision(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	dropped, err := p.cfg.API.RestoreRevision(ctx, s.Token, id, rev)
-	if err != nil {
-		p.fail(c, explain(boclient.AsAPIError(err)))
+	etag := c.PostForm("etag")
+	if etag == "" {
+		p.fail(c, staleRestore)
+		return
+	}
+	dropped, err := p.cfg.API.RestoreRevision(ctx, s.Token, id, rev, etag)
+	if e := boclient.AsAPIError(err); err != nil && e.Status == http.StatusPreconditionFailed {
+		p.fail(c, staleRestore)
+		return
+	} else if err != nil {
+		p.fail(c, explain(e))
 		return
 	}
 	what := "reverted"

@@ -10,10 +10,12 @@ import (
 // script or style, no plugin, no framing of the console. The script may
 // call the console only (connect-src: the live preview, uploads with
 // progress). Frames (the sandboxed previews) are srcdoc documents, which
-// inherit this policy: their images may be data: ones, nothing else from
-// outside loads in them.
+// frame-src 'none' does not stop and which inherit this policy: their
+// images may be data: ones, nothing else from outside loads in them, and
+// a link in them loads nothing (with 'self' a relative link showed the
+// console's own answers in the frame).
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; form-action 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+	"connect-src 'self'; form-action 'self'; frame-src 'none'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
 // Headers sets the security headers of every console answer; pages carry
 // a person's data, so nothing is cached.

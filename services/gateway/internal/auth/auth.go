@@ -81,13 +81,15 @@ func New(failures *ratelimit.Limiter, verifiers ...Verifier) (*Authenticator, er
 }
 
 // Authenticate returns the caller of c's request, or the problem to answer
-// with (401, 403 or 429). Tokens are never logged or echoed.
-func (a *Authenticator) Authenticate(c *gin.Context) (identity.Caller, *problem.Problem) {
+// with (401, 403 or 429). safe says the route changes nothing (a read, or
+// a safe POST such as the document preview): a viewer may send it. Tokens
+// are never logged or echoed.
+func (a *Authenticator) Authenticate(c *gin.Context, safe bool) (identity.Caller, *problem.Problem) {
 	caller, p := a.verify(c.Request.Context(), c.Request.Header.Values("Authorization"))
 	if p != nil {
 		return identity.Caller{}, a.throttle(c, p)
 	}
-	if !mayDo(caller.Role, c.Request.Method) {
+	if !mayDo(caller.Role, safe) {
 		return identity.Caller{}, problem.Forbidden(
 			"the role " + string(caller.Role) + " may only read (GET, HEAD); " + c.Request.Method + " needs the role editor")
 	}
@@ -142,13 +144,14 @@ func (a *Authenticator) verify(ctx context.Context, headers []string) (identity.
 	return identity.Caller{}, problem.Unauthorized("the bearer token is not valid")
 }
 
-// mayDo reports whether role may send method on /bo (CONTRACT.md §5).
-func mayDo(role identity.Role, method string) bool {
+// mayDo reports whether role may send a request on /bo (CONTRACT.md §5):
+// a viewer only those that change nothing.
+func mayDo(role identity.Role, safe bool) bool {
 	switch role {
 	case identity.Editor:
 		return true
 	case identity.Viewer:
-		return method == http.MethodGet || method == http.MethodHead
+		return safe
 	default:
 		return false
 	}

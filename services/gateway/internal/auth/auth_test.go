@@ -131,7 +131,7 @@ func authenticate(t *testing.T, a *auth.Authenticator, method, clientIP string, 
 	for _, h := range header {
 		c.Request.Header.Add("Authorization", h)
 	}
-	caller, p := a.Authenticate(c)
+	caller, p := a.Authenticate(c, method == "GET" || method == "HEAD" || method == "SAFE")
 	if p != nil {
 		if caller != (identity.Caller{}) {
 			t.Errorf("a refusal names a caller: %+v", caller)
@@ -162,6 +162,7 @@ func TestAuthenticate(t *testing.T) {
 		{"viewer writes", "POST", []string{"Bearer viewer-token"}, 403, ""},
 		{"viewer patches", "PATCH", []string{"Bearer viewer-token"}, 403, ""},
 		{"viewer deletes", "DELETE", []string{"Bearer viewer-token"}, 403, ""},
+		{"viewer sends a safe route (the preview)", "SAFE", []string{"Bearer viewer-token"}, 200, "bob"},
 		{"scheme case-insensitive", "GET", []string{"bearer editor-token"}, 200, "alice"},
 		{"several spaces after the scheme", "GET", []string{"Bearer   editor-token"}, 200, "alice"},
 		{"missing", "GET", nil, 401, ""},

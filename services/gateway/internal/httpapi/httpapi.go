@@ -87,7 +87,7 @@ type Engines struct {
 // Authenticator decides who a /bo request comes from, or answers it with
 // a problem (401, 403, 429).
 type Authenticator interface {
-	Authenticate(c *gin.Context) (identity.Caller, *problem.Problem)
+	Authenticate(c *gin.Context, safe bool) (identity.Caller, *problem.Problem)
 }
 
 // New returns the gateway's engines.
@@ -158,6 +158,16 @@ var routeKinds = func() map[string]route.Kind {
 	m := map[string]route.Kind{}
 	for _, r := range route.Table() {
 		m[r.Method+" "+r.Path] = r.Kind
+	}
+	return m
+}()
+
+// safeRoutes are the table's routes that change nothing (route.Safe), by
+// method and Gin path: a viewer may send them.
+var safeRoutes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range route.Table() {
+		m[r.Method+" "+r.Path] = r.Safe()
 	}
 	return m
 }()
@@ -236,7 +246,7 @@ func guardBackOffice(auth Authenticator, signer *proof.Signer) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		caller, p := auth.Authenticate(c)
+		caller, p := auth.Authenticate(c, safeRoutes[c.Request.Method+" "+c.FullPath()])
 		if p != nil {
 			c.Writer.Header().Del("Allow") // set by Gin for a 405 that is not given
 			httpx.Fail(c, p)

@@ -74,10 +74,18 @@ func (r Route) Public() bool { return strings.HasPrefix(r.Path, "/public/") }
 // Read reports whether the route only reads (GET or HEAD).
 func (r Route) Read() bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
 
-// Writes reports whether the route may change the library: not a read,
-// nor the document preview (a POST that renders a text and stores
-// nothing).
-func (r Route) Writes() bool { return !r.Read() && r.Path != "/bo/documents/preview" }
+// safePosts are the table's routes that are not GET or HEAD and yet
+// change nothing (safe, RFC 9110 §9.2.1): the document preview, a POST
+// only because its text does not fit a URL. A viewer may send them, and
+// they never make the micro-cache revalidate.
+var safePosts = map[string]bool{"POST /bo/documents/preview": true}
+
+// Safe reports whether the route changes nothing: a read, or one of
+// safePosts.
+func (r Route) Safe() bool { return r.Read() || safePosts[r.Method+" "+r.Path] }
+
+// Writes reports whether the route may change the library.
+func (r Route) Writes() bool { return !r.Safe() }
 
 // MicroCached reports whether the gateway may answer the route from its
 // micro-cache: the public JSON reads, the same bytes for every client who

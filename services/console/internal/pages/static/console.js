@@ -1,7 +1,10 @@
 // The documents page filters its rows as the person types, with the rules
 // the server applies without this script (internal/filter): tags of one
 // category OR, categories AND, text in the title and tag names, deleted
-// documents only in the deleted view.
+// documents only in the deleted view. Every input of a frame is applied
+// once, in that frame (requestAnimationFrame): only the rows whose
+// visibility changes are touched, nothing is read from the layout, and
+// the address bar follows a moment later, outside the frame.
 "use strict";
 (function () {
   var form = document.getElementById("filters");
@@ -12,7 +15,8 @@
       el: tr,
       tags: tr.dataset.tags ? tr.dataset.tags.split(" ") : [],
       text: tr.dataset.text,
-      deleted: tr.dataset.deleted === "true"
+      deleted: tr.dataset.deleted === "true",
+      shown: !tr.hidden
     };
   });
   var shown = document.getElementById("shown");
@@ -31,53 +35,94 @@
     }
     return text === "" || r.text.indexOf(text) !== -1;
   }
+  var frame = 0, addressTimer = 0;
+  function address() {
+    var q = new URLSearchParams(new FormData(form)).toString();
+    history.replaceState(null, "", q ? "?" + q : location.pathname);
+  }
   function apply() {
+    frame = 0;
     var gs = groups(), text = fold(form.q.value), deleted = form.deleted.checked, n = 0;
+    var changed = [];
     rows.forEach(function (r) {
       var show = matches(r, gs, text, deleted);
       if (show) { n++; }
-      if (r.el.hidden === show) { r.el.hidden = !show; }
+      if (r.shown !== show) { r.shown = show; changed.push(r); }
     });
+    changed.forEach(function (r) { r.el.hidden = !r.shown; }); // writes only, after every read
     shown.textContent = n;
-    var q = new URLSearchParams(new FormData(form)).toString();
-    history.replaceState(null, "", q ? "?" + q : location.pathname);
+    clearTimeout(addressTimer);
+    addressTimer = setTimeout(address, 250);
     document.dispatchEvent(new CustomEvent("console:filtered"));
   }
-  form.addEventListener("input", apply);
-  form.addEventListener("submit", function (e) { e.preventDefault(); apply(); });
+  function schedule() {
+    if (!frame) { frame = requestAnimationFrame(apply); }
+  }
+  form.addEventListener("input", schedule);
+  form.addEventListener("submit", function (e) { e.preventDefault(); schedule(); });
 })();
 
 // The edit page's live preview: the typed text goes to the console (which
 // asks the API's preview, the sanitiser documents get) a moment after the
 // person stops typing, and the sanitised HTML goes into the sandboxed
 // frame. Without this script the Preview button does the same by a post.
+// One request at most is in flight, and a key typed cancels it (its
+// answer would be of an older text; a large Markdown text costs the API a
+// second or more); a large text waits longer after the last key.
 (function () {
   var content = document.getElementById("content");
   var frame = document.getElementById("preview");
   var form = content && content.form;
   if (!frame || !form || !form.dataset.preview) { return; }
   var status = document.getElementById("preview-status");
-  var timer = 0, seq = 0;
-  function show(n, answer) {
-    if (n !== seq) { return; } // an older answer than the last asked
+  var timer = 0, inFlight = null;
+  var largeText = 100000, quickPause = 300, longPause = 1500; // characters, ms
+  function show(answer, sent) {
     status.textContent = answer.error || "";
     if (!answer.error) {
       frame.srcdoc = answer.html;
-      document.dispatchEvent(new CustomEvent("console:previewed"));
+      document.dispatchEvent(new CustomEvent("console:previewed", { detail: sent }));
     }
+    document.dispatchEvent(new CustomEvent("console:preview-answered"));
+  }
+  function refused(code) {
+    var why = {
+      401: "your session has ended; sign in again in another tab (what you typed stays here).",
+      403: "your role may not ask for it.",
+      413: "the text is larger than the console accepts."
+    }[code] || (code >= 500 ? "the library is not answering right now; it is asked again as you type." : "the answer was not understood (" + code + ").");
+    return "The preview could not be made: " + why;
+  }
+  // answerOf is the answer as show takes it: the HTML, or an error in
+  // words (never "undefined", whatever came back).
+  function answerOf(r) {
+    return r.json().catch(function () { return {}; }).then(function (a) {
+      if (r.ok && a && typeof a.html === "string") { return { html: a.html }; }
+      return { error: a && typeof a.error === "string" && a.error ? a.error : refused(r.status) };
+    });
+  }
+  function cancel() {
+    if (inFlight) { inFlight.abort(); inFlight = null; }
   }
   function update() {
-    var n = ++seq, body = new FormData();
+    cancel();
+    var ctl = new AbortController(), body = new FormData(), sent = content.value;
+    inFlight = ctl;
     body.append("type", form.elements.type.value);
-    body.append("content", content.value);
-    fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin" })
-      .then(function (r) { return r.json(); })
-      .then(function (a) { show(n, a); })
-      .catch(function () { show(n, { error: "The preview could not be made: the console cannot be reached right now." }); });
+    body.append("content", sent);
+    fetch(form.dataset.preview, { method: "POST", body: body, credentials: "same-origin", signal: ctl.signal })
+      .then(answerOf)
+      .catch(function () { return { error: "The preview could not be made: the console cannot be reached right now." }; })
+      .then(function (a) {
+        if (inFlight !== ctl) { return; } // cancelled: a newer text was sent
+        inFlight = null;
+        show(a, sent);
+      });
   }
   content.addEventListener("input", function () {
+    cancel(); // its answer would be of an older text
     clearTimeout(timer);
-    timer = setTimeout(update, 300);
+    timer = setTimeout(update, content.value.length > largeText ? longPause : quickPause);
   });
 })();
 
@@ -95,12 +140,13 @@
       var names = Array.prototype.map.call(input.files, function (f) { return f.name; });
       document.getElementById("dropped").textContent = names.length ? "Chosen: " + names.join(", ") : "";
     }
+    document.getElementById("drop-hint").hidden = false;
     zone.addEventListener("dragover", function (e) { e.preventDefault(); zone.classList.add("over"); });
     zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });
     zone.addEventListener("drop", function (e) {
       e.preventDefault();
       zone.classList.remove("over");
-      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = e.dataTransfer.files; named(); }
+      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = joined(input.files, e.dataTransfer.files); named(); }
     });
     input.addEventListener("change", named);
     form.addEventListener("submit", function (e) {
@@ -108,10 +154,34 @@
       send(form, bar, status);
     });
   }
+  // joined is the files chosen before and those dropped, in one list.
+  function joined(before, dropped) {
+    var dt = new DataTransfer();
+    Array.prototype.forEach.call(before, function (f) { dt.items.add(f); });
+    Array.prototype.forEach.call(dropped, function (f) { dt.items.add(f); });
+    return dt.files;
+  }
+  // progress moves the bar; the live region speaks only at the start and
+  // the end, not at every step.
   function progress(bar, status, percent) {
     bar.value = percent;
-    status.textContent = "Uploading: " + percent + " %";
+    if (percent === 0) { status.textContent = "Uploading…"; }
+    if (percent === 100) { status.textContent = "Sent; the library is storing the files…"; }
     document.dispatchEvent(new CustomEvent("console:upload-progress", { detail: percent }));
+  }
+  // refused says why the console did not take the upload, in
+  // #upload-status; the form and the chosen files stay as they are.
+  function refused(xhr, bar, status) {
+    var page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+    var said = page.querySelector("#upload-results .field-error, main .error");
+    var why = said ? said.textContent.trim() : {
+      401: "Your session has ended: sign in again in another tab.",
+      403: "Your role may not upload.",
+      413: "The files are larger than the console accepts: send fewer, or smaller, at a time."
+    }[xhr.status] || "The console could not take the upload (error " + xhr.status + ").";
+    bar.hidden = true;
+    status.textContent = why + " Nothing was stored by this send; the files are still chosen: send them again.";
+    document.dispatchEvent(new CustomEvent("console:upload-refused"));
   }
   function send(form, bar, status) {
     var xhr = new XMLHttpRequest();
@@ -121,12 +191,20 @@
     };
     xhr.upload.onload = function () { progress(bar, status, 100); };
     xhr.onload = function () {
+      if (xhr.status < 200 || xhr.status > 299) { refused(xhr, bar, status); return; }
       var page = new DOMParser().parseFromString(xhr.responseText, "text/html");
       var main = page.querySelector("main");
       if (!main) { xhr.onerror(); return; }
       document.querySelector("main").replaceWith(main);
       document.title = page.title;
       init();
+      // What became of each file is read out: focus moves to it (a
+      // region inserted whole is not announced), and a summary goes to
+      // the persistent live region.
+      var results = document.getElementById("upload-results");
+      if (results) { results.focus(); }
+      var live = document.getElementById("upload-status");
+      if (live && results) { live.textContent = results.textContent.replace(/\s+/g, " ").trim(); }
       document.dispatchEvent(new CustomEvent("console:uploaded"));
     };
     xhr.onerror = function () {
@@ -137,5 +215,27 @@
     progress(bar, status, 0);
     xhr.send(new FormData(form));
   }
+  // A file dropped beside the zone must not make the browser leave the
+  // page to show it.
+  if (document.getElementById("upload-form")) {
+    ["dragover", "drop"].forEach(function (type) {
+      document.addEventListener(type, function (e) { e.preventDefault(); });
+    });
+  }
   init();
+})();
+
+// A form marked data-once (a restore) is sent once: pressing its button
+// again while the page is leaving does nothing. The server refuses a
+// second one anyway (If-Match); this spares the person its error page.
+(function () {
+  document.addEventListener("submit", function (e) {
+    var f = e.target;
+    if (!f.hasAttribute("data-once")) { return; }
+    if (f.dataset.sent) { e.preventDefault(); return; }
+    f.dataset.sent = "1";
+  });
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("form[data-once]").forEach(function (f) { delete f.dataset.sent; });
+  });
 })();
