@@ -305,6 +305,12 @@ func explain(e *boclient.APIError) *boclient.APIError {
 	case http.StatusForbidden:
 		e.Detail = "You may read the library but not change it; nothing was saved."
 	}
+	if e.Code == "idempotency_key_reused" {
+		// The form was changed after a save whose answer was lost (5xx): that
+		// save may have created the document, and this one did not.
+		e.Detail = "Nothing was saved now, but your earlier save of this new document may have gone through: " +
+			"look for it in the documents list before saving again, as saving again makes a second document."
+	}
 	return e
 }
 
