@@ -246,7 +246,11 @@ func guardBackOffice(auth Authenticator, signer *proof.Signer) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		caller, p := auth.Authenticate(c, safeRoutes[c.Request.Method+" "+c.FullPath()])
+		// Every read is safe, matched or not (an unmatched request has no
+		// FullPath): a viewer's unknown path or method gets Gin's 404/405.
+		safe := !httpx.Writes(c.Request) || c.Request.Method == http.MethodOptions ||
+			safeRoutes[c.Request.Method+" "+c.FullPath()]
+		caller, p := auth.Authenticate(c, safe)
 		if p != nil {
 			c.Writer.Header().Del("Allow") // set by Gin for a 405 that is not given
 			httpx.Fail(c, p)

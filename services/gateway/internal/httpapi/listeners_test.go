@@ -154,6 +154,28 @@ func TestRoles(t *testing.T) {
 	if total != writes {
 		t.Errorf("upstreams were contacted %d time(s), want %d (only the viewer's safe routes)", total, writes)
 	}
+	t.Run("a viewer's read of what no route serves gets 404 or 405, as an editor's", func(t *testing.T) {
+		for _, tt := range []struct {
+			method, path string
+			want         int
+			code         string
+		}{
+			{"GET", "/bo/nosuch", 404, "not_found"},
+			{"HEAD", "/bo/nosuch", 404, ""},
+			{"GET", "/bo/documents/preview", 405, "method_not_allowed"},
+			{"OPTIONS", "/bo/documents", 405, "method_not_allowed"},
+		} {
+			res := h.do(t, tt.method, tt.path, viewerToken, "", nil)
+			if tt.method == "HEAD" {
+				res.Body.Close()
+				if res.StatusCode != tt.want {
+					t.Errorf("%s %s = %d, want %d", tt.method, tt.path, res.StatusCode, tt.want)
+				}
+				continue
+			}
+			wantProblem(t, res, tt.want, tt.code)
+		}
+	})
 }
 
 // TestIdentityForwarded checks what the services receive: the gateway's
