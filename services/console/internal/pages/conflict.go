@@ -43,13 +43,14 @@ var formFields = []formField{
 	{Label: "Sources", get: func(f form) []string { return lines(f.Sources) }, set: func(f *form, v []string) { f.Sources = strings.Join(v, "\n") }},
 	{Label: "Tags", get: func(f form) []string { return f.TagIDs }, set: func(f *form, v []string) { f.TagIDs = v }, unordered: true},
 	{Label: "Attached images", get: func(f form) []string { return f.ImageIDs }, set: func(f *form, v []string) { f.ImageIDs = v }, unordered: true},
-	{Label: "Pinned related documents", get: func(f form) []string { return f.RelatedIDs }, set: func(f *form, v []string) { f.RelatedIDs = v }},
+	// A <select multiple> sends the pins in listing order, not as stored.
+	{Label: "Pinned related documents", get: func(f form) []string { return f.RelatedIDs }, set: func(f *form, v []string) { f.RelatedIDs = v }, unordered: true},
 }
 
 func (ff formField) equal(a, b form) bool {
 	x, y := ff.get(a), ff.get(b)
 	if ff.unordered {
-		x, y = slices.Sorted(slices.Values(x)), slices.Sorted(slices.Values(y))
+		x, y = slices.Compact(slices.Sorted(slices.Values(x))), slices.Compact(slices.Sorted(slices.Values(y)))
 	}
 	return slices.Equal(nonNil(x), nonNil(y))
 }

@@ -1,8 +1,14 @@
 package pages
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/gin-gonic/gin"
 )
 
 func TestMerge(t *testing.T) {
@@ -39,6 +45,48 @@ func TestMerge(t *testing.T) {
 	if c = merge(&reordered, &base, theirs); len(c.Differs) != 0 {
 		t.Errorf("the same tags in another order differ: %+v", c)
 	}
+}
+
+// TestMergeWhatTheBrowserSends: a browser sends a textarea with CRLF line
+// ends (the stored content has LF) and a <select multiple> in listing
+// order; neither is a change by the person who only edited the tags.
+func TestMergeWhatTheBrowserSends(t *testing.T) {
+	base := form{Type: "TEXT", Title: "T", Content: "<p>a</p>\n<p>b</p>", Sources: "s1\ns2",
+		TagIDs: []string{"t1"}, RelatedIDs: []string{"d1", "d2"}}
+	theirs := base // B changed the content and the pins
+	theirs.Content, theirs.RelatedIDs = "<p>a</p>\n<p>B's</p>", []string{"d1", "d2", "d3"}
+
+	// A changed only the tags; the browser sent the rest as it was opened.
+	typed := posted(t, url.Values{"type": {"TEXT"}, "title": {"T"}, "content": {"<p>a</p>\r\n<p>b</p>"},
+		"sources": {"s1\r\ns2"}, "tag": {"t1", "t2"}, "related": {"d2", "d1"}})
+	if typed.Content != base.Content || typed.Sources != base.Sources {
+		t.Errorf("typed content %q, sources %q: CRLF not read as LF", typed.Content, typed.Sources)
+	}
+	c := merge(&typed, &base, theirs)
+	if typed.Content != theirs.Content || !slices.Equal(typed.RelatedIDs, theirs.RelatedIDs) {
+		t.Errorf("merged form %+v, want B's content and pins", typed)
+	}
+	if c.Both != nil || !slices.Equal(c.Kept, []string{"Content", "Pinned related documents"}) {
+		t.Errorf("conflict %+v, want B's content and pins kept, nothing changed by both", c)
+	}
+
+	samePins := base
+	samePins.RelatedIDs = []string{"d2", "d1"}
+	if c = merge(&samePins, &base, base); len(c.Differs) != 0 {
+		t.Errorf("the same pins in another order differ: %+v", c)
+	}
+}
+
+// posted is typed() of a form posted with values.
+func posted(t *testing.T, values url.Values) form {
+	t.Helper()
+	c, _ := gin.CreateTestContext(httptest.NewRecorder())
+	c.Request = httptest.NewRequest(http.MethodPost, "/documents/d", strings.NewReader(values.Encode()))
+	c.Request.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if err := parseForm(c); err != nil {
+		t.Fatal(err)
+	}
+	return typed(c)
 }
 
 func TestVersionOf(t *testing.T) {

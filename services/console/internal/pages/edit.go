@@ -207,13 +207,17 @@ func parseForm(c *gin.Context) error {
 	return nil
 }
 
-// typed is the form as posted.
+// typed is the form as posted. Browsers send a textarea's line ends as
+// CRLF (HTML's form encoding); the API stores LF, so a text sent back
+// untouched must compare equal to it (the 412 merge).
 func typed(c *gin.Context) form {
 	return form{Key: c.PostForm("key"), ID: c.Param("id"), ETag: c.PostForm("etag"), Type: c.PostForm("type"), Title: c.PostForm("title"),
-		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: c.PostForm("content"),
-		Sources: c.PostForm("sources"), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
+		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: lf(c.PostForm("content")),
+		Sources: lf(c.PostForm("sources")), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
 		RelatedIDs: c.PostFormArray("related")}
 }
+
+func lf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
 func (p *Pages) createDocument(c *gin.Context) { p.save(c, true) }
 func (p *Pages) updateDocument(c *gin.Context) { p.save(c, false) }
