@@ -22,6 +22,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/doclib/libs/oidckeys"
 )
 
 // Config is one provider and the console's client there.
@@ -125,9 +127,7 @@ func (p *Provider) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		JWKS       string `json:"jwks_uri"`
 	}
 	_ = op.Claims(&extra) // the document parsed already (jwks_uri is required there)
-	// The key set's calls run under each sign-in's context; this one only
-	// carries the HTTP client.
-	keys := &keySet{remote: oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), p.cfg.HTTP), extra.JWKS)}
+	keys := oidckeys.New(p.cfg.HTTP, extra.JWKS)
 	return &discovered{
 		oauth: oauth2.Config{ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret,
 			Endpoint: op.Endpoint(), RedirectURL: p.cfg.RedirectURL, Scopes: p.cfg.Scopes},
@@ -205,11 +205,11 @@ func (p *Provider) check(ctx context.Context, d *discovered, raw, accessToken, n
 	if raw == "" || accessToken == "" {
 		return "", &Refused{Reason: "the identity provider gave no ID token or no access token"}
 	}
-	var keysFailed error
-	idt, err := d.verifier.Verify(context.WithValue(p.ctx(ctx), keysFailedKey{}, &keysFailed), raw)
+	vctx, keysFailed := oidckeys.Watch(p.ctx(ctx))
+	idt, err := d.verifier.Verify(vctx, raw)
 	switch {
-	case keysFailed != nil:
-		return "", &Unavailable{Err: keysFailed}
+	case keysFailed() != nil:
+		return "", &Unavailable{Err: keysFailed()}
 	case err != nil:
 		return "", &Refused{Reason: "the ID token is not valid: " + err.Error()}
 	}

@@ -347,11 +347,7 @@ func TestOIDC(t *testing.T) {
 // first, a JWT goes on to the issuer, and a JWT without role is a 403.
 func TestOIDCAndStaticTogether(t *testing.T) {
 	t.Parallel()
-	is := oidctest.New(t)
-	o := auth.NewOIDC(is.URL, "doclib-bo", "roles")
-	if err := o.Discover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	is, o := discovered(t)
 	a, err := auth.New(nil, auth.NewStatic([]auth.StaticToken{{"ci", identity.Viewer, "ci-token-0001"}}), o)
 	if err != nil {
 		t.Fatal(err)
@@ -412,16 +408,40 @@ func TestOIDCIssuerReachedLate(t *testing.T) {
 	}
 }
 
+// TestOIDCKeysUnreachable: a JWT whose keys cannot be fetched (the
+// issuer's JWKS endpoint fails) is 503 with Retry-After, not 401: the
+// console ends a session on a 401, so one short JWKS outage would sign
+// out every OIDC user. It is no failed authentication either.
+func TestOIDCKeysUnreachable(t *testing.T) {
+	t.Parallel()
+	is, o := discovered(t)
+	failures := ratelimit.New(1.0/60, 1, ratelimit.DefaultMaxClients) // one failure per minute
+	a, err := auth.New(failures, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt := "Bearer " + is.Sign(is.Key, map[string]any{"iss": is.URL, "sub": "alice", "aud": "doclib-bo",
+		"exp": time.Now().Add(time.Hour).Unix(), "roles": "editor"})
+
+	is.KeysDown.Store(true)
+	for range 3 {
+		status, _, h := authenticate(t, a, "GET", "192.0.2.1", jwt)
+		if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+			t.Fatalf("a JWT whose keys cannot be fetched: %d, Retry-After %q; want 503 with Retry-After", status, h.Get("Retry-After"))
+		}
+	}
+	is.KeysDown.Store(false)
+	if status, c, _ := authenticate(t, a, "GET", "192.0.2.1", jwt); status != 200 || c.Name != "alice" {
+		t.Errorf("the JWT once the keys answer: %d %+v, want alice (the 503s counted as no failed authentication)", status, c)
+	}
+}
+
 // TestOIDCKeysKeptThroughAnOutage: once the gateway has discovered the
 // issuer and fetched its keys, JWTs signed with them keep working while
 // the identity provider is down (README, "When a part is down").
 func TestOIDCKeysKeptThroughAnOutage(t *testing.T) {
 	t.Parallel()
-	is := oidctest.New(t)
-	o := auth.NewOIDC(is.URL, "doclib-bo", "roles")
-	if err := o.Discover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	is, o := discovered(t)
 	token := func(sub string) string {
 		return is.Sign(is.Key, map[string]any{"iss": is.URL, "sub": sub, "aud": "doclib-bo",
 			"exp": time.Now().Add(time.Hour).Unix(), "roles": "editor"})
@@ -435,4 +455,15 @@ func TestOIDCKeysKeptThroughAnOutage(t *testing.T) {
 			t.Errorf("a JWT signed with a fetched key, the issuer down: %+v, %v; want it accepted", c, err)
 		}
 	}
+}
+
+// discovered is a serving issuer and a verifier that discovered it.
+func discovered(t *testing.T) (*oidctest.Issuer, *auth.OIDC) {
+	t.Helper()
+	is := oidctest.New(t)
+	o := auth.NewOIDC(is.URL, "doclib-bo", "roles")
+	if err := o.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return is, o
 }

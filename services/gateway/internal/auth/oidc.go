@@ -12,6 +12,7 @@ import (
 
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/oidckeys"
 )
 
 // OIDC accepts JWTs signed by an issuer's keys (fetched from its JWKS and
@@ -26,6 +27,9 @@ import (
 // a 401 would tell a back-office to throw it away and send its user to log
 // in again, at the provider that is down, and would count against the
 // client's failed-authentication budget (429 once the provider is back).
+// So is a JWT whose keys cannot be fetched (a new key id, or a signature
+// the cached keys do not verify, while the JWKS endpoint fails): the
+// keys are libs/oidckeys', which tells that failure from a bad token.
 type OIDC struct {
 	issuer    string
 	audience  string
@@ -35,7 +39,7 @@ type OIDC struct {
 
 // DiscoveryRetry is the longest wait between two attempts at discovering
 // the issuer (periodic.Until's), and so the Retry-After of a JWT sent
-// before it succeeded.
+// before it succeeded, or while the issuer's keys cannot be fetched.
 const DiscoveryRetry = 10 * time.Second
 
 // NewOIDC returns a verifier of issuer's JWTs; it contacts nobody (see
@@ -57,7 +61,12 @@ func (o *OIDC) Discover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("discover OIDC issuer %s: %w", config.Redact(o.issuer), err)
 	}
-	o.verifier.Store(p.Verifier(&oidc.Config{ClientID: o.audience}))
+	var doc struct {
+		JWKS string `json:"jwks_uri"`
+	}
+	_ = p.Claims(&doc) // the document parsed already (jwks_uri is required there)
+	keys := oidckeys.New(nil, doc.JWKS)
+	o.verifier.Store(oidc.NewVerifier(o.issuer, keys, &oidc.Config{ClientID: o.audience}))
 	return nil
 }
 
@@ -74,8 +83,15 @@ func (o *OIDC) Verify(ctx context.Context, token string) (identity.Caller, error
 			RetryAfter: DiscoveryRetry,
 		}
 	}
-	tok, err := verifier.Verify(ctx, token)
+	vctx, keysFailed := oidckeys.Watch(ctx)
+	tok, err := verifier.Verify(vctx, token)
 	if err != nil {
+		if keysFailed() != nil { // the token may well be valid: see OIDC
+			return identity.Caller{}, &Unavailable{
+				Reason:     "the identity provider's keys (JWKS) could not be fetched, so bearer JWTs cannot be checked; try again shortly",
+				RetryAfter: DiscoveryRetry,
+			}
+		}
 		var expired *oidc.TokenExpiredError
 		if errors.As(err, &expired) {
 			return identity.Caller{}, &Invalid{Reason: "the bearer token has expired"}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -21,10 +22,13 @@ type Issuer struct {
 	// URL is the issuer's identifier and base URL.
 	URL string
 	// Key signs its tokens (key id "k1").
-	Key  *rsa.PrivateKey
-	t    testing.TB
-	addr string
-	srv  *httptest.Server
+	Key *rsa.PrivateKey
+	// KeysDown makes its keys (JWKS) endpoint answer 503 while the rest
+	// answers (a failed key rotation, a JWKS outage).
+	KeysDown atomic.Bool
+	t        testing.TB
+	addr     string
+	srv      *httptest.Server
 }
 
 // New returns an issuer that is serving.
@@ -67,6 +71,10 @@ func (is *Issuer) Start() {
 		})
 	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
+		if is.KeysDown.Load() {
+			http.Error(w, "keys unavailable", http.StatusServiceUnavailable)
+			return
+		}
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
 			{Key: &is.Key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"},
 		}})
