@@ -50,9 +50,10 @@ func versionsUpTo(n int64, except ...int64) map[int64]bool {
 	return out
 }
 
-// TestRevisionsAreConsecutive (review finding 1): the exporter takes the
-// revisions of a document only if they run down from its version without
-// a gap; a gap is an error naming the entry, never a shorter history.
+// TestRevisionsAreConsecutive (review finding 1; review final-data,
+// finding 1): the exporter takes the revisions of a document only if the
+// newest is its version and they run down; a gap below it (age retention)
+// is kept as it is; a missing newest is an error naming the entry.
 func TestRevisionsAreConsecutive(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -64,8 +65,9 @@ func TestRevisionsAreConsecutive(t *testing.T) {
 	}{
 		{"every revision, three pages", 120, versionsUpTo(120), 120, ""},
 		{"the oldest removed by retention", 120, versionsUpTo(120, 1, 2, 3), 117, ""},
-		{"a gap", 120, versionsUpTo(120, 60), 0, "revision 59 where 60 was due"},
-		{"the newest not stored", 120, versionsUpTo(120, 120), 0, "revision 119 where 120 was due"},
+		{"a gap left by age retention", 120, versionsUpTo(120, 60, 61, 100), 117, ""},
+		{"the newest not stored", 120, versionsUpTo(120, 120), 0, "revision 119 first where 120"},
+		{"none stored", 120, map[int64]bool{}, 0, "listed none, revision 120 due"},
 		{"newer than the detail read", 100, versionsUpTo(101), 100, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,6 +86,21 @@ func TestRevisionsAreConsecutive(t *testing.T) {
 				t.Errorf("first page asked %q; want it to start at the document's version", asked[0])
 			}
 		})
+	}
+}
+
+// TestRevisionsRunDown: a repeated or rising version is refused.
+func TestRevisionsRunDown(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ v, prev, version int64 }{{5, 5, 9}, {6, 5, 9}, {0, 5, 9}, {8, 10, 9}} {
+		if err := nextRevision(c.v, c.prev, c.version); err == nil {
+			t.Errorf("revision %d after %d (version %d) accepted", c.v, c.prev, c.version)
+		}
+	}
+	for _, c := range []struct{ v, prev, version int64 }{{9, 10, 9}, {3, 9, 9}, {1, 2, 9}} {
+		if err := nextRevision(c.v, c.prev, c.version); err != nil {
+			t.Errorf("revision %d after %d (version %d): %v", c.v, c.prev, c.version, err)
+		}
 	}
 }
 
