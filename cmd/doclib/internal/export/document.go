@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,16 @@ import (
 
 // errGone is a document that no longer exists (purged since it was listed).
 var errGone = errors.New("gone")
+
+// errNewestMissing is a history listed without the document's version: its
+// revision is stored just after the document (normally at once; a
+// momentary failure leaves it to the next listing or the settling job).
+var errNewestMissing = errors.New("the newest revision is not stored")
+
+// newestRetryWait is how long the exporter waits before it lists a
+// history without its newest revision again (the catalog's settling job
+// runs every few seconds).
+const newestRetryWait = 3 * time.Second
 
 // document writes the document id, after everything it names, unless it
 // was written already; errGone when it no longer exists. pre is the
@@ -160,6 +171,22 @@ const revisionsPerPage = 20
 // what an entry may hold fails naming the document, before the rest of it
 // is read.
 func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
+	revs, err := e.listRevisions(ctx, id, version)
+	if !errors.Is(err, errNewestMissing) {
+		return revs, err
+	}
+	// Once more after a short wait: a momentary failure to store the
+	// newest revision must not fail the whole export.
+	select {
+	case <-time.After(cmp.Or(e.retryWait, newestRetryWait)):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.listRevisions(ctx, id, version)
+}
+
+// listRevisions is one reading of revisions.
+func (e *Exporter) listRevisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	size := 0
 	prev := version + 1 // the version of the revision listed before
@@ -182,7 +209,7 @@ func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]j
 		before = page.NextBefore
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("revisions: the catalog listed none, revision %d due; the entry documents/%s.json would lose revisions", version, id)
+		return nil, fmt.Errorf("revisions: %w: the catalog listed none, revision %d due; the entry documents/%s.json would lose revisions", errNewestMissing, version, id)
 	}
 	slices.Reverse(out) // pages come newest first
 	return out, nil
@@ -194,7 +221,7 @@ func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]j
 func nextRevision(v, prev, version int64) error {
 	switch {
 	case prev > version && v != version:
-		return fmt.Errorf("the catalog listed revision %d first where %d, the document's version, was due", v, version)
+		return fmt.Errorf("%w: the catalog listed revision %d first where %d, the document's version, was due", errNewestMissing, v, version)
 	case v >= prev || v < 1:
 		return fmt.Errorf("the catalog listed revision %d after %d (versions must run down without a repeat)", v, prev)
 	}

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/doclib/cmd/doclib/internal/client"
 )
@@ -72,7 +74,7 @@ func TestRevisionsAreConsecutive(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var asked []string
-			e := &Exporter{c: revisionServer(t, c.stored, &asked)}
+			e := &Exporter{c: revisionServer(t, c.stored, &asked), retryWait: time.Millisecond}
 			revs, err := e.revisions(context.Background(), "d1", c.version)
 			switch {
 			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "documents/d1.json")):
@@ -117,5 +119,26 @@ func TestRevisionsStopPastAnEntry(t *testing.T) {
 	}
 	if len(asked) != 2 {
 		t.Errorf("%d pages read; want 2 (the limit is passed in the second)", len(asked))
+	}
+}
+
+// TestTheNewestIsListedAgain (review final-data, finding 3): a history
+// listed without its newest revision (its store failed a moment) is
+// listed once more after a short wait before the export fails.
+func TestTheNewestIsListedAgain(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		revs := `{"version":2},{"version":1}`
+		if calls.Add(1) > 1 {
+			revs = `{"version":3},` + revs
+		}
+		_, _ = fmt.Fprintf(w, `{"revisions":[%s]}`, revs)
+	}))
+	t.Cleanup(srv.Close)
+	e := &Exporter{c: client.New(srv.URL, "t"), retryWait: time.Millisecond}
+	revs, err := e.revisions(context.Background(), "d1", 3)
+	if err != nil || len(revs) != 3 || calls.Load() != 2 {
+		t.Errorf("got %d revisions in %d listings, error %v; want 3 in 2", len(revs), calls.Load(), err)
 	}
 }
