@@ -6,6 +6,7 @@ package bucket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -100,15 +101,27 @@ func (s *Store) Prune(ctx context.Context) ([]string, error) {
 			_ = s.c.RemoveIncompleteUpload(ctx, s.cfg.Bucket, up.Key)
 		}
 	}
-	names = Archives(s.cfg.Prefix, names)
+	return removeOldest(Archives(s.cfg.Prefix, names), s.cfg.Keep, func(name string) error {
+		return s.c.RemoveObject(ctx, s.cfg.Bucket, name, minio.RemoveObjectOptions{})
+	})
+}
+
+// removeOldest removes, with remove, all but the keep newest of names
+// (oldest first). An archive it cannot remove (under legal hold or
+// retention) is skipped and does not count toward keep (the keep newest
+// stay besides it); the others go on being removed, and every failure is
+// returned, joined.
+func removeOldest(names []string, keep int, remove func(string) error) ([]string, error) {
 	var removed []string
-	for len(names) > s.cfg.Keep {
-		if err := s.c.RemoveObject(ctx, s.cfg.Bucket, names[0], minio.RemoveObjectOptions{}); err != nil {
-			return removed, err
+	var errs []error
+	for _, name := range names[:max(len(names)-keep, 0)] {
+		if err := remove(name); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
-		removed, names = append(removed, names[0]), names[1:]
+		removed = append(removed, name)
 	}
-	return removed, nil
+	return removed, errors.Join(errs...)
 }
 
 // archiveName is the name Name gives (after the prefix): only these are

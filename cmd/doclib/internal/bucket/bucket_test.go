@@ -1,7 +1,9 @@
 package bucket
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,5 +26,28 @@ func TestArchivesOnlyCountsExporterNames(t *testing.T) {
 	want := []string{older, fresh}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Archives = %v, want %v", got, want)
+	}
+}
+
+// TestPruneSkipsAHeldArchive (review final-data, finding 4): an archive
+// that cannot be removed (legal hold) does not stop the others from
+// going; every failure is reported; the newest keep stay besides it.
+func TestPruneSkipsAHeldArchive(t *testing.T) {
+	t.Parallel()
+	names := []string{"doclib-1", "doclib-2", "doclib-3", "doclib-4", "doclib-5"}
+	held := map[string]bool{"doclib-1": true, "doclib-3": true}
+	var tried []string
+	removed, err := removeOldest(names, 2, func(n string) error {
+		tried = append(tried, n)
+		if held[n] {
+			return errors.New("object is under legal hold")
+		}
+		return nil
+	})
+	if strings.Join(removed, ",") != "doclib-2" || strings.Join(tried, ",") != "doclib-1,doclib-2,doclib-3" {
+		t.Errorf("removed %v, tried %v; want doclib-2 removed, the three oldest tried", removed, tried)
+	}
+	if err == nil || !strings.Contains(err.Error(), "doclib-1:") || !strings.Contains(err.Error(), "doclib-3:") {
+		t.Errorf("error %v; want both held archives named", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/doclib/cmd/doclib/internal/archive"
 )
 
 // ErrNotFound is a 404: the record does not exist (any more).
@@ -139,12 +141,19 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBody)+1))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
+	if len(raw) > maxBody {
+		return nil, fmt.Errorf("GET %s: the answer is over %d bytes, more than an archive entry may hold", path, maxBody)
+	}
 	return raw, nil
 }
+
+// maxBody is the most Get reads: an answer past what an archive entry may
+// hold could not be written anyway, and is not held in memory whole.
+var maxBody = archive.MaxJSONEntry
 
 // Download opens a GET's body as a stream with its announced length.
 func (c *Client) Download(ctx context.Context, path string) (io.ReadCloser, int64, error) {

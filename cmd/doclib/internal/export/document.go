@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,16 @@ import (
 
 // errGone is a document that no longer exists (purged since it was listed).
 var errGone = errors.New("gone")
+
+// errNewestMissing is a history listed without the document's version: its
+// revision is stored just after the document (normally at once; a
+// momentary failure leaves it to the next listing or the settling job).
+var errNewestMissing = errors.New("the newest revision is not stored")
+
+// newestRetryWait is how long the exporter waits before it lists a
+// history without its newest revision again (the catalog's settling job
+// runs every few seconds).
+const newestRetryWait = 3 * time.Second
 
 // document writes the document id, after everything it names, unless it
 // was written already; errGone when it no longer exists. pre is the
@@ -152,34 +163,69 @@ const revisionsPerPage = 20
 // as GET /bo/documents/{id}/revisions/{rev} answers it: read in pages of
 // them whole (?full=true), one request for most documents, not one per
 // revision. The first page starts at version (a write since the detail was
-// read is not asked for); the revisions must run consecutively down from
-// version (retention removes the oldest only): any other listing is an
-// error naming the document, never an archive silently short of some.
-// Their bytes are counted as they come: a history past what an entry may
-// hold fails naming the document, before the rest of it is read.
+// read is not asked for). The newest must be the document's version and
+// the versions must run strictly down; gaps below it are kept as they are
+// (age retention removes by time, not only the oldest): any other listing
+// is an error naming the document, never an archive silently short of its
+// newest revision. Their bytes are counted as they come: a history past
+// what an entry may hold fails naming the document, before the rest of it
+// is read.
 func (e *Exporter) revisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
+	revs, err := e.listRevisions(ctx, id, version)
+	if !errors.Is(err, errNewestMissing) {
+		return revs, err
+	}
+	// Once more after a short wait: a momentary failure to store the
+	// newest revision must not fail the whole export.
+	select {
+	case <-time.After(cmp.Or(e.retryWait, newestRetryWait)):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return e.listRevisions(ctx, id, version)
+}
+
+// listRevisions is one reading of revisions.
+func (e *Exporter) listRevisions(ctx context.Context, id string, version int64) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	size := 0
-	next := version // the version the next revision listed must have
+	prev := version + 1 // the version of the revision listed before
 	for before := version + 1; before > 1; {
 		page, err := e.revisionPage(ctx, id, before)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range page.Revisions {
-			if v := revisionVersion(r); v != next {
-				return nil, fmt.Errorf("revisions: the catalog listed revision %d where %d was due (versions must run down from %d without a gap); the entry documents/%s.json would lose revisions", v, next, version, id)
+			v := revisionVersion(r)
+			if err := nextRevision(v, prev, version); err != nil {
+				return nil, fmt.Errorf("revisions: %w; the entry documents/%s.json would lose revisions", err, id)
 			}
-			next--
+			prev = v
 			out = append(out, r)
 			if size += len(r); size > e.maxEntry() {
-				return nil, fmt.Errorf("revisions: over %d bytes down to revision %d, more than the entry documents/%s.json may hold", e.maxEntry(), next+1, id)
+				return nil, fmt.Errorf("revisions: over %d bytes down to revision %d, more than the entry documents/%s.json may hold", e.maxEntry(), v, id)
 			}
 		}
 		before = page.NextBefore
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("revisions: %w: the catalog listed none, revision %d due; the entry documents/%s.json would lose revisions", errNewestMissing, version, id)
+	}
 	slices.Reverse(out) // pages come newest first
 	return out, nil
+}
+
+// nextRevision checks v, listed after prev (newest first) in the history
+// of a document at version: the first must be version, each next one
+// below the one before.
+func nextRevision(v, prev, version int64) error {
+	switch {
+	case prev > version && v != version:
+		return fmt.Errorf("%w: the catalog listed revision %d first where %d, the document's version, was due", errNewestMissing, v, version)
+	case v >= prev || v < 1:
+		return fmt.Errorf("the catalog listed revision %d after %d (versions must run down without a repeat)", v, prev)
+	}
+	return nil
 }
 
 // maxEntry is the most a document entry may hold (archive.MaxJSONEntry;

@@ -48,8 +48,9 @@ type Exporter struct {
 	revisionCount int
 	repaired      int
 	mediaBytes    int
-	workers       int // documents read ahead at a time
-	entryLimit    int // 0: archive.MaxJSONEntry (see maxEntry)
+	workers       int           // documents read ahead at a time
+	entryLimit    int           // 0: archive.MaxJSONEntry (see maxEntry)
+	retryWait     time.Duration // 0: newestRetryWait (tests lower it)
 	// Retry bounds how long a document whose reference disappeared is read
 	// again before the export fails.
 	Retry time.Duration

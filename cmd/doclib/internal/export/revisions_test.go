@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/doclib/cmd/doclib/internal/client"
 )
@@ -50,9 +52,10 @@ func versionsUpTo(n int64, except ...int64) map[int64]bool {
 	return out
 }
 
-// TestRevisionsAreConsecutive (review finding 1): the exporter takes the
-// revisions of a document only if they run down from its version without
-// a gap; a gap is an error naming the entry, never a shorter history.
+// TestRevisionsAreConsecutive (review finding 1; review final-data,
+// finding 1): the exporter takes the revisions of a document only if the
+// newest is its version and they run down; a gap below it (age retention)
+// is kept as it is; a missing newest is an error naming the entry.
 func TestRevisionsAreConsecutive(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -64,13 +67,14 @@ func TestRevisionsAreConsecutive(t *testing.T) {
 	}{
 		{"every revision, three pages", 120, versionsUpTo(120), 120, ""},
 		{"the oldest removed by retention", 120, versionsUpTo(120, 1, 2, 3), 117, ""},
-		{"a gap", 120, versionsUpTo(120, 60), 0, "revision 59 where 60 was due"},
-		{"the newest not stored", 120, versionsUpTo(120, 120), 0, "revision 119 where 120 was due"},
+		{"a gap left by age retention", 120, versionsUpTo(120, 60, 61, 100), 117, ""},
+		{"the newest not stored", 120, versionsUpTo(120, 120), 0, "revision 119 first where 120"},
+		{"none stored", 120, map[int64]bool{}, 0, "listed none, revision 120 due"},
 		{"newer than the detail read", 100, versionsUpTo(101), 100, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var asked []string
-			e := &Exporter{c: revisionServer(t, c.stored, &asked)}
+			e := &Exporter{c: revisionServer(t, c.stored, &asked), retryWait: time.Millisecond}
 			revs, err := e.revisions(context.Background(), "d1", c.version)
 			switch {
 			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "documents/d1.json")):
@@ -87,6 +91,21 @@ func TestRevisionsAreConsecutive(t *testing.T) {
 	}
 }
 
+// TestRevisionsRunDown: a repeated or rising version is refused.
+func TestRevisionsRunDown(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ v, prev, version int64 }{{5, 5, 9}, {6, 5, 9}, {0, 5, 9}, {8, 10, 9}} {
+		if err := nextRevision(c.v, c.prev, c.version); err == nil {
+			t.Errorf("revision %d after %d (version %d) accepted", c.v, c.prev, c.version)
+		}
+	}
+	for _, c := range []struct{ v, prev, version int64 }{{9, 10, 9}, {3, 9, 9}, {1, 2, 9}} {
+		if err := nextRevision(c.v, c.prev, c.version); err != nil {
+			t.Errorf("revision %d after %d (version %d): %v", c.v, c.prev, c.version, err)
+		}
+	}
+}
+
 // TestRevisionsStopPastAnEntry (review finding 6): a history past what an
 // entry may hold fails naming the document once its bytes read pass the
 // limit, not after every page is held.
@@ -100,5 +119,26 @@ func TestRevisionsStopPastAnEntry(t *testing.T) {
 	}
 	if len(asked) != 2 {
 		t.Errorf("%d pages read; want 2 (the limit is passed in the second)", len(asked))
+	}
+}
+
+// TestTheNewestIsListedAgain (review final-data, finding 3): a history
+// listed without its newest revision (its store failed a moment) is
+// listed once more after a short wait before the export fails.
+func TestTheNewestIsListedAgain(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		revs := `{"version":2},{"version":1}`
+		if calls.Add(1) > 1 {
+			revs = `{"version":3},` + revs
+		}
+		_, _ = fmt.Fprintf(w, `{"revisions":[%s]}`, revs)
+	}))
+	t.Cleanup(srv.Close)
+	e := &Exporter{c: client.New(srv.URL, "t"), retryWait: time.Millisecond}
+	revs, err := e.revisions(context.Background(), "d1", 3)
+	if err != nil || len(revs) != 3 || calls.Load() != 2 {
+		t.Errorf("got %d revisions in %d listings, error %v; want 3 in 2", len(revs), calls.Load(), err)
 	}
 }

@@ -26,11 +26,17 @@ type fakeCatalog struct {
 	records map[string]string // "d1/7" (a revision) or "d1": its JSON
 }
 
-// put stores raw under key unless another record is there.
+// put stores raw under key unless another record is there. A revision
+// ("d1/7") goes only to a document the installation lacks: into one it
+// has, only the same revision is accepted (ImportRevision).
 func (f *fakeCatalog) put(key, raw string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	id, _, isRevision := strings.Cut(key, "/")
+	_, docExists := f.records[id]
 	switch had, ok := f.records[key]; {
+	case !ok && isRevision && docExists:
+		return http.StatusConflict
 	case !ok:
 		f.records[key] = raw
 		return http.StatusCreated
@@ -74,10 +80,13 @@ func (f *fakeCatalog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-// TestMergeCreatesWhatTheInstallationLacks (review finding 2): merging, a
-// document whose revision 7 the installation has otherwise gets revisions
-// 8 and 9 it lacks, and revision 7 and the document are kept, listed; the
-// same whether the entry goes in one request or one record at a time.
+// TestMergeCreatesWhatTheInstallationLacks (review finding 2; review
+// final-data, finding 6): merging, after an interrupted import (the
+// document absent, its revision 7 there otherwise), revisions 8 and 9 it
+// lacks and the document are created, revision 7 kept, listed; into a
+// document the installation has, no revision goes (the catalog refuses
+// them, 409): those and the document are kept. The same whether the entry
+// goes in one request or one record at a time.
 func TestMergeCreatesWhatTheInstallationLacks(t *testing.T) {
 	t.Parallel()
 	rev := func(v int, title string) string {
@@ -92,32 +101,43 @@ func TestMergeCreatesWhatTheInstallationLacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []struct {
-		name  string
-		limit int
-	}{{"one request", maxEntryBody}, {"one record at a time", 0}} {
-		t.Run(path.name, func(t *testing.T) {
-			cat := &fakeCatalog{records: map[string]string{"d1": `{"id":"d1","title":"theirs"}`, "d1/7": rev(7, "theirs")}}
+	for _, c := range []struct {
+		name, limit string
+		docThere    bool
+		created     bool // revisions 8, 9 and the document
+		kept        []string
+	}{
+		{"interrupted import, one request", "one", false, true, []string{"revision d1/7"}},
+		{"interrupted import, one record at a time", "each", false, true, []string{"revision d1/7"}},
+		{"document there, one request", "one", true, false, []string{"revision d1/7", "revision d1/8", "revision d1/9", "document d1"}},
+		{"document there, one record at a time", "each", true, false, []string{"revision d1/7", "revision d1/8", "revision d1/9", "document d1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cat := &fakeCatalog{records: map[string]string{"d1/7": rev(7, "theirs")}}
 			for v := 1; v <= 6; v++ {
 				cat.records[fmt.Sprintf("d1/%d", v)] = string(d.Revisions[v-1])
 			}
+			if c.docThere {
+				cat.records["d1"] = `{"id":"d1","title":"theirs"}`
+			}
 			srv := httptest.NewServer(cat)
 			defer srv.Close()
-			in := &Importer{c: client.New(srv.URL, "t"), log: slog.New(slog.DiscardHandler), merge: true, entryLimit: path.limit,
+			limit := map[string]int{"one": maxEntryBody, "each": 0}[c.limit]
+			in := &Importer{c: client.New(srv.URL, "t"), log: slog.New(slog.DiscardHandler), merge: true, entryLimit: limit,
 				result: Result{Created: map[string]int{}, Unchanged: map[string]int{}, Kept: map[string]int{}}}
 			if err := in.document(context.Background(), "documents/d1.json", "d1", d, raw); err != nil {
 				t.Fatal(err)
 			}
 			for _, v := range []int{8, 9} {
-				if got := cat.records[fmt.Sprintf("d1/%d", v)]; got != string(d.Revisions[v-1]) {
-					t.Errorf("revision %d the installation lacked: %q, want the archive's", v, got)
+				if got, ok := cat.records[fmt.Sprintf("d1/%d", v)]; ok != c.created || (ok && got != string(d.Revisions[v-1])) {
+					t.Errorf("revision %d the installation lacked: %q (there %v), want there %v, the archive's", v, got, ok, c.created)
 				}
 			}
-			if cat.records["d1/7"] != rev(7, "theirs") || !strings.Contains(cat.records["d1"], "theirs") {
-				t.Errorf("a record the installation has otherwise was changed: %v", cat.records)
+			if wantDoc := map[bool]string{true: "v9", false: "theirs"}[c.created]; cat.records["d1/7"] != rev(7, "theirs") || !strings.Contains(cat.records["d1"], wantDoc) {
+				t.Errorf("records %v; want revision 7 theirs, the document %s", cat.records, wantDoc)
 			}
-			if kept := in.result.KeptIDs; !slices.Equal(kept, []string{"revision d1/7", "document d1"}) {
-				t.Errorf("kept %v, want revision d1/7 and document d1", kept)
+			if kept := in.result.KeptIDs; !slices.Equal(kept, c.kept) {
+				t.Errorf("kept %v, want %v", kept, c.kept)
 			}
 		})
 	}

@@ -198,14 +198,17 @@ func (s *Service) record(ctx context.Context, why string, batch *revisionBatch, 
 			return nil
 		}
 		at := s.now()
+		if batch != nil {
+			at = batch.at
+		}
+		// Just after this document's last change when that is not before
+		// (another replica's clock ahead): its revisions' times run forward,
+		// so age retention never keeps an older one and removes a newer.
+		if !before.Change.At.Before(at) {
+			at = before.Change.At.Add(time.Millisecond)
+		}
 		switch {
 		case batch != nil:
-			// The batch's time, unless this document's last change is not
-			// before it (another replica's clock ahead): then just after.
-			at = batch.at
-			if !before.Change.At.Before(at) {
-				at = before.Change.At.Add(time.Millisecond)
-			}
 			if before.RevisionPending {
 				batch.revs = append(batch.revs, revisionOf(before))
 			}

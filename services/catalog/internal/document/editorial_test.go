@@ -268,3 +268,25 @@ func TestSchedule(t *testing.T) {
 		t.Errorf("four runs applied it %d times; document %+v", total, got)
 	}
 }
+
+// A revision's time runs forward per document even when the replica that
+// writes it has a clock behind the one that wrote the change before
+// (review final-data, finding 1): age retention removes by time, and must
+// not remove a newer revision and keep an older one.
+func TestRevisionTimesRunForwardPerDocument(t *testing.T) {
+	svc, _ := newService(t, newWorld())
+	ctx := context.Background()
+	d, err := svc.Create(ctx, link("one"))
+	testkit.Must(t, err, "Create")
+	behind := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	document.SetClock(svc, func() time.Time { return behind })
+	_, err = svc.Update(ctx, d.ID, link("two"))
+	testkit.Must(t, err, "Update")
+	r1, err := svc.Revision(ctx, d.ID, 1)
+	testkit.Must(t, err, "Revision 1")
+	r2, err := svc.Revision(ctx, d.ID, 2)
+	testkit.Must(t, err, "Revision 2")
+	if !r2.Change.At.After(r1.Change.At) {
+		t.Errorf("revision 2 at %v, not after revision 1 at %v", r2.Change.At, r1.Change.At)
+	}
+}

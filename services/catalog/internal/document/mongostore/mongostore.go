@@ -88,6 +88,8 @@ type Store struct {
 	// seen is the highest counter value this process has read: a number
 	// the counter had already reached, for the c0 of a hold.
 	seen atomic.Int64
+	// keysSweptAt is when dropExpiredKeys last ran here (unix ns).
+	keysSweptAt atomic.Int64
 }
 
 var _ document.Store = (*Store)(nil)
@@ -641,12 +643,31 @@ func (s *Store) DropKey(ctx context.Context, keyID string, seq int64, now time.T
 // dropExpiredKeys takes the expired Idempotency-Keys off the documents
 // holding no write's hold (as DropKey), so that keys do not stay for
 // ever, nor a lowered retention wait for their stored expiry.
+//
+// At most once a keySweepEvery per replica, though ReleaseStale runs every
+// few seconds: the filter is on no _id, and the test database (FerretDB)
+// reads the whole collection for it, its dev write gate holding the
+// collection meanwhile; a key expired stays on a minute longer at most.
 func (s *Store) dropExpiredKeys(ctx context.Context) error {
-	expired := idemstore.Expired(s.now())
+	now := s.now()
+	last := s.keysSweptAt.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < keySweepEvery {
+		return nil
+	}
+	if !s.keysSweptAt.CompareAndSwap(last, now.UnixNano()) {
+		return nil // another call of this replica is sweeping
+	}
+	expired := idemstore.Expired(now)
 	expired["held"] = absent
-	_, err := s.docs.UpdateMany(ctx, expired, idemstore.Unstamp())
-	return err
+	if _, err := s.docs.UpdateMany(ctx, expired, idemstore.Unstamp()); err != nil {
+		s.keysSweptAt.CompareAndSwap(now.UnixNano(), last) // the next call tries again
+		return err
+	}
+	return nil
 }
+
+// keySweepEvery is how often dropExpiredKeys sweeps.
+const keySweepEvery = time.Minute
 
 // abandon removes a document being created whose write failed.
 func (s *Store) abandon(ctx context.Context, id, token string) {
