@@ -104,12 +104,12 @@ func consoleFlow(t *testing.T, st *Stack) {
 	t.Run("delete, find in the deleted view, restore", func(t *testing.T) {
 		id := docs["LINK"]
 		b.run(t, "delete", chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.ID("filters")),
-			chromedp.Click(chromedp.CSS(`form[action="/console/documents/`+id+`/delete"] button`)), notice("was deleted"))
+			submitted(chromedp.Click(chromedp.CSS(`form[action="/console/documents/`+id+`/delete"] button`)), "was deleted"))
 		b.wantShown(t, "after the delete", live+3)
 		b.run(t, "deleted view", chromedp.Click(chromedp.ID("deleted")))
 		b.wantShown(t, "deleted view", deleted+1)
 		b.accessible(t, axe, "documents (deleted view)")
-		b.run(t, "restore", chromedp.Click(chromedp.CSS(`form[action="/console/documents/`+id+`/restore"] button`)), notice("was restored"))
+		b.run(t, "restore", submitted(chromedp.Click(chromedp.CSS(`form[action="/console/documents/`+id+`/restore"] button`)), "was restored"))
 		b.wantShown(t, "after the restore", live+4)
 	})
 	t.Run("pin a related document", func(t *testing.T) {
@@ -118,7 +118,7 @@ func consoleFlow(t *testing.T, st *Stack) {
 				_, err := chromedp.Evaluate[bool](`document.querySelector('#related option[value="`+docs["MARKDOWN"]+`"]').selected = true`)(ctx, tg)
 				return err
 			}),
-			chromedp.Submit(chromedp.ID("title")), notice("was saved"))
+			submitted(chromedp.Submit(chromedp.ID("title")), "was saved"))
 		b.accessible(t, axe, "edit HTML")
 		var d struct{ RelatedIds []string }
 		st.Must("GET", "/bo/documents/"+docs["HTML"]+"/detail", nil, 200).JSON(t, &d)
@@ -153,7 +153,7 @@ func (b *browser) create(t *testing.T, axe, typ, title string, tags []string, fi
 	for _, tg := range tags {
 		actions = append(actions, chromedp.Click(chromedp.CSS(`input[name=tag][value="`+tg+`"]`)))
 	}
-	actions = append(append(actions, fill...), chromedp.Submit(chromedp.ID("title")), notice("was created"))
+	actions = append(append(actions, fill...), submitted(chromedp.Submit(chromedp.ID("title")), "was created"))
 	b.run(t, "create "+typ, actions...)
 	b.accessible(t, axe, "edit "+typ)
 	path := b.location(t).Path
@@ -280,10 +280,26 @@ func foreignCookie(t *testing.T, st *Stack) {
 	}
 }
 
-// notice waits for the page to say words in its notice (the next page's,
-// not the one still shown while a form is sent).
-func notice(words string) chromedp.Action[chromedp.Void] {
-	return waitFor(`(document.querySelector(".notice") || {textContent: ""}).textContent.includes(` + strconv.Quote(words) + `)`)
+// submitted runs act, which leaves the page (a form sent, a button
+// pressed), and waits for the next page to say words in its notice.
+//
+// The page act leaves is marked first, and only an unmarked page counts:
+// two tags created one after the other both say "The tag was created", and
+// a wait that took the first page's notice for the second's let the next
+// step type into a form that was about to go ("Could not find node with
+// given id", 3 runs of make test in about 8).
+func submitted(act chromedp.Action[chromedp.Void], words string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := chromedp.Evaluate[bool](`window.doclibLeft = true`)(ctx, tg); err != nil {
+			return err
+		}
+		if _, err := act(ctx, tg); err != nil {
+			return err
+		}
+		_, err := waitFor(`!window.doclibLeft && (document.querySelector(".notice") || {textContent: ""}).textContent.includes(`+
+			strconv.Quote(words)+`)`)(ctx, tg)
+		return err
+	})
 }
 
 // waitFor waits until expr is true on the page, asking again while the

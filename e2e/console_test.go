@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -71,6 +73,27 @@ func (b *browser) run(t testing.TB, what string, actions ...chromedp.Action[chro
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		t.Fatalf("%s: %v (screenshot: %s)", what, err, b.screenshot(t))
 	}
+}
+
+// slowAdmin is an address in front of admin that holds every POST's
+// answer for delay, as a phone network does: a step that does not wait for
+// the page a form loads fails at once, not in 1 run of make test in 3. The
+// session cookie is the same (cookies are per host, not per port).
+func slowAdmin(t testing.TB, admin string, delay time.Duration) string {
+	t.Helper()
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			time.Sleep(delay)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + u.Path
 }
 
 // get runs an action that gives a value, as run does.

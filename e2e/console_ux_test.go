@@ -197,7 +197,7 @@ func revisionsView(t *testing.T, b *browser, st *Stack, axe, admin, id string) {
 	}
 	b.run(t, "version 1", chromedp.Click(chromedp.CSS(`#revision-1 a`)), chromedp.WaitVisible(chromedp.CSS(`form[action$="/revisions/1/restore"]`)))
 	b.accessible(t, axe, "revision")
-	b.run(t, "restore version 1", chromedp.Click(chromedp.CSS(`form[action$="/revisions/1/restore"] button`)), notice("earlier version was restored"))
+	b.run(t, "restore version 1", submitted(chromedp.Click(chromedp.CSS(`form[action$="/revisions/1/restore"] button`)), "earlier version was restored"))
 	var d struct{ RelatedIds []string }
 	st.Must("GET", "/bo/documents/"+id+"/detail", nil, 200).JSON(t, &d)
 	if len(d.RelatedIds) != 0 {
@@ -254,7 +254,7 @@ func saveOverTheirs(t *testing.T, b *browser, st *Stack, linkID string) {
 	if !strings.Contains(theirs, "Changed in another tab") || !strings.Contains(theirs, "https://example.org/other") {
 		t.Errorf("after a 412 their version shows %q", theirs)
 	}
-	b.run(t, "save mine over theirs", chromedp.Submit(chromedp.ID("title")), notice("was saved"))
+	b.run(t, "save mine over theirs", submitted(chromedp.Submit(chromedp.ID("title")), "was saved"))
 	var d struct{ Title string }
 	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
 	if d.Title != "Mine" {
@@ -285,7 +285,7 @@ func theyChangedTags(t *testing.T, b *browser, st *Stack, admin, linkID, run str
 	if kept := get(t, b, "kept", chromedp.Text(chromedp.ID("kept-theirs"))); !strings.Contains(kept, "Tags") {
 		t.Errorf("after a 412 on their tags the page says %q", kept)
 	}
-	b.run(t, "save mine over theirs", chromedp.Submit(chromedp.ID("title")), notice("was saved"))
+	b.run(t, "save mine over theirs", submitted(chromedp.Submit(chromedp.ID("title")), "was saved"))
 	st.Must("GET", "/bo/documents/"+linkID+"/detail", nil, 200).JSON(t, &d)
 	slices.Sort(theirs)
 	if slices.Sort(d.TagsIds); d.Title != "Mine again" || !slices.Equal(d.TagsIds, theirs) {
