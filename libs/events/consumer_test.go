@@ -466,6 +466,7 @@ func TestConsumerBatches(t *testing.T) {
 	poison := evs[7].ID
 	var mu sync.Mutex
 	var batches []int
+	seen := map[string]bool{}
 	rec := &recorder{fail: func(_ int, e events.Envelope) error {
 		if e.ID == poison {
 			return events.Permanent(errors.New("bad event"))
@@ -475,6 +476,9 @@ func TestConsumerBatches(t *testing.T) {
 	cfg := events.ConsumerConfig{Name: "test-batch", Batch: func(_ context.Context, es []events.Envelope) error {
 		mu.Lock()
 		batches = append(batches, len(es))
+		for _, e := range es {
+			seen[e.ID] = true
+		}
 		mu.Unlock()
 		for _, e := range es {
 			if e.ID == poison {
@@ -488,12 +492,15 @@ func TestConsumerBatches(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	handledInBatches := 0
-	for _, n := range batches {
-		handledInBatches += n
+	// A batch of one goes to the single handler (the make test run at
+	// 24741de had batches of 24, 1 and 15): every event reaches one or the other.
+	for _, ev := range evs {
+		if !seen[ev.ID] && len(rec.callsFor(ev.ID)) == 0 {
+			t.Errorf("event %s reached neither handler", ev.ID)
+		}
 	}
-	if len(batches) == 0 || len(batches) > 10 || handledInBatches < len(evs) {
-		t.Errorf("batches %v: want a few batches covering all %d events", batches, len(evs))
+	if len(batches) == 0 || len(batches) > 10 {
+		t.Errorf("batches %v: want a few batches for %d events", batches, len(evs))
 	}
 	if n := len(rec.callsFor(poison)); n != 1 {
 		t.Errorf("the bad event went %d times through the single handler, want 1 (fallback)", n)
