@@ -8,12 +8,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -213,15 +215,59 @@ func SignAsGateway(req *http.Request) {
 // without the gateway (benchmarks split the gateway's cost with it).
 func (st *Stack) ServiceURL(s string) string { return "http://" + st.addrs[s] }
 
-// Start starts (or restarts) service s and waits until it is ready.
+// Start starts (or restarts) service s and waits until it is ready. When
+// another process took s's port before s bound it (make test runs many
+// test binaries at once), s moves to a new port, and the services already
+// running that call it restart with the new address.
 func (st *Stack) Start(s string) {
 	st.t.Helper()
+	for try := 1; ; try++ {
+		err := st.start(s)
+		if !errors.Is(err, devserver.ErrAddrTaken) || try == 3 {
+			testkit.Must(st.t, err, s+" ready")
+			return
+		}
+		st.t.Logf("%v; moving %s to another port", err, s)
+		for _, key := range []string{s, s + "-admin"} {
+			if addr, ok := st.addrs[key]; ok && devserver.CheckFree(addr) != nil {
+				st.move(key, s)
+			}
+		}
+	}
+}
+
+func (st *Stack) start(s string) error {
 	p, err := devserver.Start(s, filepath.Join(binDir, s), nil, st.env[s], st.output(s))
-	testkit.Must(st.t, err, "start "+s)
+	if err != nil {
+		return err
+	}
 	st.procs[s] = p
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	testkit.Must(st.t, devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz"), s+" ready")
+	return devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz")
+}
+
+// move gives the address of key a new port, in every service's
+// environment, and restarts the running services whose environment held
+// it, but starting, the one being started.
+func (st *Stack) move(key, starting string) {
+	addr, err := devserver.FreeAddr()
+	testkit.Must(st.t, err, "free port")
+	old := regexp.MustCompile(regexp.QuoteMeta(st.addrs[key]) + `\b`)
+	st.addrs[key] = addr
+	st.URL, st.AdminURL = "http://"+st.addrs["gateway"], "http://"+st.addrs[gatewayAdmin]
+	for _, s := range order {
+		changed := false
+		for i, e := range st.env[s] {
+			if n := old.ReplaceAllLiteralString(e, addr); n != e {
+				st.env[s][i], changed = n, true
+			}
+		}
+		if changed && s != starting && st.procs[s] != nil {
+			st.Stop(s)
+			st.Start(s)
+		}
+	}
 }
 
 // output is where service s writes: the stack's log buffer, or its file

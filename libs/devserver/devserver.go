@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,10 +90,15 @@ func (p *Process) Stop() {
 	})
 }
 
-// WaitHTTP polls url until it answers 200, the process exits, or ctx ends.
-func WaitHTTP(ctx context.Context, p *Process, url string) error {
-	return waitFor(ctx, p, func() bool {
-		resp, err := http.Get(url)
+// WaitHTTP polls url until p listens on its address and it answers 200,
+// the process exits, or ctx ends.
+func WaitHTTP(ctx context.Context, p *Process, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, p, u.Host, func() bool {
+		resp, err := http.Get(rawURL)
 		if err != nil {
 			return false
 		}
@@ -101,9 +107,10 @@ func WaitHTTP(ctx context.Context, p *Process, url string) error {
 	})
 }
 
-// WaitTCP polls addr until it accepts a connection, the process exits, or ctx ends.
+// WaitTCP polls addr until p accepts connections there, the process
+// exits, or ctx ends.
 func WaitTCP(ctx context.Context, p *Process, addr string) error {
-	return waitFor(ctx, p, func() bool {
+	return waitFor(ctx, p, addr, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return false
@@ -113,17 +120,23 @@ func WaitTCP(ctx context.Context, p *Process, addr string) error {
 	})
 }
 
-func waitFor(ctx context.Context, p *Process, ok func() bool) error {
+// waitFor waits until p listens on addr and ok; another process that took
+// addr answers ok too, so whose the socket is counts. A process that exited
+// while something else holds addr gives ErrAddrTaken.
+func waitFor(ctx context.Context, p *Process, addr string, ok func() bool) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ok() {
+		if listensOn(p.Pid(), addr) && ok() {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not become ready: %w", p.Name, ctx.Err())
 		case <-p.Done():
+			if CheckFree(addr) != nil {
+				return fmt.Errorf("%s exited before it was ready (%v): %w", p.Name, p.Err(), ErrAddrTaken)
+			}
 			return fmt.Errorf("%s exited before it was ready: %v", p.Name, p.Err())
 		case <-tick.C:
 		}

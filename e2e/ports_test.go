@@ -1,0 +1,38 @@
+package e2e
+
+import (
+	"net"
+	"net/http"
+	"testing"
+)
+
+// TestAServiceWhosePortWasTakenMoves: another process took taxonomy's port
+// between FreeAddr and its bind, and answers /readyz there (make test at
+// 24741de: the stack took that server for taxonomy, and the first POST
+// /bo/tags-categories got its 404). Taxonomy moves to a new port, the
+// services calling it learn the new address, and the library works.
+func TestAServiceWhosePortWasTakenMoves(t *testing.T) {
+	st := NewStack(t, nil)
+	old := st.addrs["taxonomy"]
+	st.Stop("taxonomy")
+	l, err := net.Listen("tcp", old)
+	if err != nil {
+		t.Fatalf("take taxonomy's port: %v", err)
+	}
+	// It answers /readyz 200, as a doclib service of another test would.
+	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+		}
+	})}
+	go func() { _ = other.Serve(l) }()
+	t.Cleanup(func() { other.Close() })
+	st.Start("taxonomy")
+	if st.addrs["taxonomy"] == old {
+		t.Fatal("taxonomy kept the port another process holds")
+	}
+	st.Must("POST", "/bo/tags-categories", map[string]string{"id": "moved", "name": "Moved"}, 201)
+	st.Must("POST", "/bo/tags", map[string]string{"id": "moved-t", "name": "Tag", "categoryId": "moved"}, 201)
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "Moved", "url": "https://example.org/m",
+		"tagsIds": []string{"moved-t"}}, 201)
+}
