@@ -45,6 +45,9 @@ func FerretDB(ctx context.Context, binDir, addr, dir string, out io.Writer) (*Pr
 		db.URI = "mongodb://" + addr + "/"
 		return p, db, nil
 	case <-p.Done():
+		if CheckFree(addr) != nil {
+			return nil, Database{}, fmt.Errorf("ferretdb exited before it was ready (%v): %w", p.Err(), ErrAddrTaken)
+		}
 		return nil, Database{}, fmt.Errorf("ferretdb exited before it was ready: %v (see its output)", p.Err())
 	case <-ctx.Done():
 		p.Stop()

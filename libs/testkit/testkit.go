@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -58,8 +59,13 @@ func Main(m *testing.M) {
 func (s *shared) start(name string, run func(dir string) (*devserver.Process, error)) error {
 	s.once.Do(func() {
 		s.dir, s.err = os.MkdirTemp("", "doclib-"+name+"-")
-		if s.err == nil {
-			s.proc, s.err = run(s.dir)
+		// Another test binary may take a port FreeAddr gave before the
+		// server binds it: start again on new ports.
+		for try := 1; s.err == nil; try++ {
+			if s.proc, s.err = run(s.dir); try == 3 || !errors.Is(s.err, devserver.ErrAddrTaken) {
+				break
+			}
+			s.err = nil
 		}
 	})
 	return s.err
