@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
@@ -36,6 +37,9 @@ type Handler struct {
 	lib       *library.Library
 	media     http.Handler // proxies PDF downloads to the media service
 	onDeleted func()
+	// previews bounds the text previews render at once (preview.go).
+	previews    *semaphore.Weighted
+	previewWait time.Duration
 }
 
 // Options tune a Handler.
@@ -48,7 +52,8 @@ type Options struct {
 
 // New returns a Handler.
 func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
-	h := &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted}
+	h := &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted,
+		previews: newPreviewSlots(), previewWait: previewWait}
 	if h.onDeleted == nil {
 		h.onDeleted = func() {}
 	}
