@@ -10,13 +10,15 @@ import (
 )
 
 // Skew is taken off a token's lifetime: the gateway's clock may be ahead
-// of ours, and a page's calls take time.
+// of ours, and a page's calls take time. A token living under 2 minutes
+// loses a quarter of its life instead, so a short-lived one (a provider
+// set to 30 s) still gives a session, not one over at once.
 const Skew = 30 * time.Second
 
-// sessionEnd is when a session sending tok must end: the earlier of the
-// token endpoint's expires_in and the access token's own exp (when it is
-// a JWT), less Skew; zero when neither is said.
-func sessionEnd(tok *oauth2.Token) time.Time {
+// sessionEnd is when a session sending tok, received at now, must end: the
+// earlier of the token endpoint's expires_in and the access token's own
+// exp (when it is a JWT), less the skew; zero when neither is said.
+func sessionEnd(tok *oauth2.Token, now time.Time) time.Time {
 	end := tok.Expiry
 	if exp := jwtExpiry(tok.AccessToken); !exp.IsZero() && (end.IsZero() || exp.Before(end)) {
 		end = exp
@@ -24,7 +26,7 @@ func sessionEnd(tok *oauth2.Token) time.Time {
 	if end.IsZero() {
 		return end
 	}
-	return end.Add(-Skew)
+	return end.Add(-min(Skew, max(end.Sub(now), 0)/4))
 }
 
 // jwtExpiry reads exp from a JWT without checking it (the gateway does:

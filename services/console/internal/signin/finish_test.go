@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // TestAuthorizationRequest: the browser is sent with a S256 PKCE
@@ -35,7 +37,7 @@ func TestFinish(t *testing.T) {
 	t.Parallel()
 	f := newFakeProvider(t)
 	p := provider(f)
-	accessExp := time.Now().Add(2 * time.Minute).Truncate(time.Second)
+	accessExp := time.Now().Add(5 * time.Minute).Truncate(time.Second)
 	jwtAccess := f.sign(map[string]any{"exp": accessExp.Unix()})
 	for _, tc := range []struct {
 		name   string
@@ -114,5 +116,23 @@ func TestEndSessionURL(t *testing.T) {
 	if err != nil || u.Path != "/end" || q.Get("client_id") != "console" || q.Get("id_token_hint") != "idt" ||
 		q.Get("post_logout_redirect_uri") != "http://console/sign-in?why=signed-out" {
 		t.Errorf("end session URL %v, want the provider's /end with client_id, id_token_hint, post_logout_redirect_uri", u)
+	}
+}
+
+// TestAShortLivedTokenStillGivesASession: under 2 minutes a token loses a
+// quarter of its life, not Skew, which would end a 30 s token's session
+// at once; a long-lived one loses Skew.
+func TestAShortLivedTokenStillGivesASession(t *testing.T) {
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ life, want time.Duration }{
+		{30 * time.Second, 22500 * time.Millisecond},
+		{10 * time.Second, 7500 * time.Millisecond},
+		{time.Hour, time.Hour - Skew},
+		{-time.Second, -time.Second}, // already expired: no later than it
+	} {
+		tok := &oauth2.Token{AccessToken: "opaque", Expiry: now.Add(tc.life)}
+		if got := sessionEnd(tok, now).Sub(now); got != tc.want {
+			t.Errorf("a token living %v gives a session of %v, want %v", tc.life, got, tc.want)
+		}
 	}
 }

@@ -80,7 +80,7 @@ type Result struct {
 	// Name is the ID token's preferred_username, else its name, else "".
 	Name string
 	// Expires is when a session sending the access token must end: its
-	// expires_in or its JWT exp, whichever is first, less Skew (zero:
+	// expires_in or its JWT exp, whichever is first, less Skew or a quarter of a short life (zero:
 	// neither said).
 	Expires time.Time
 }
@@ -196,7 +196,7 @@ func (p *Provider) Finish(ctx context.Context, answer url.Values, sealed string)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{AccessToken: tok.AccessToken, IDToken: raw, Name: name, Expires: sessionEnd(tok)}, nil
+	return Result{AccessToken: tok.AccessToken, IDToken: raw, Name: name, Expires: sessionEnd(tok, p.now())}, nil
 }
 
 // check verifies the ID token and that it belongs with this attempt and
