@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -49,7 +48,11 @@ func (p *Pages) startOIDC(c *gin.Context) {
 		return
 	}
 	p.setCookie(c, attemptCookie+a.Cookie, a.Sealed, Base+"/sign-in/", int(signin.AttemptTTL/time.Second))
-	c.Redirect(http.StatusSeeOther, a.URL)
+	// A page that moves on to the provider, not a redirect: browsers apply
+	// form-action to every redirect after a form's POST, so a provider
+	// sending the browser on to a third origin (an identity broker, a
+	// federated directory) would be stopped by the page's CSP.
+	p.render(c, http.StatusOK, "continue", view{Title: "Signing in", Data: a.URL, Refresh: a.URL})
 }
 
 // finishOIDC takes the provider's answer: the attempt it names is used up
@@ -86,17 +89,6 @@ func (p *Pages) withOIDC(c *gin.Context) {
 		return
 	}
 	c.Next()
-}
-
-// signInCSP lets the sign-in page's form that starts a sign-in be
-// redirected to the provider: browsers apply form-action to the
-// redirects that follow a form's POST.
-func (p *Pages) signInCSP(c *gin.Context) {
-	if p.cfg.OIDC == nil {
-		return
-	}
-	targets := strings.Join(p.cfg.OIDC.FormTargets(), " ")
-	c.Header("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action 'self' "+targets, 1))
 }
 
 // providerProblem says in words why a sign-in at the provider failed;

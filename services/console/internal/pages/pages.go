@@ -140,6 +140,9 @@ type view struct {
 	Notice  string
 	Error   *boclient.APIError
 	Data    any
+	// Refresh, when set, is where the page moves on to at once (a meta
+	// refresh, which no CSP directive stops).
+	Refresh string
 }
 
 // render writes page name with status.
@@ -152,9 +155,6 @@ func (p *Pages) render(c *gin.Context, status int, name string, v view) {
 	}
 	if s, ok := c.Get(sessionKey); ok {
 		v.Session = s.(session.Session)
-	}
-	if name == "signin" {
-		p.signInCSP(c)
 	}
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Status(status)

@@ -3,7 +3,6 @@ package signin
 import (
 	"context"
 	"log/slog"
-	"net/url"
 	"sync"
 	"time"
 )
@@ -89,25 +88,4 @@ func (p *Provider) DiscoverInBackground(log *slog.Logger) {
 		}
 		log.Info("identity provider discovered", "issuer", p.cfg.Issuer)
 	}()
-}
-
-// FormTargets are the origins a form starting a sign-in is redirected
-// to: the issuer's and, once discovered, the authorization endpoint's.
-func (p *Provider) FormTargets() []string {
-	out := []string{origin(p.cfg.Issuer)}
-	if d := p.disc.known(); d != nil {
-		if o := origin(d.oauth.Endpoint.AuthURL); o != out[0] {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// origin is u's scheme and host.
-func origin(u string) string {
-	parsed, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return parsed.Scheme + "://" + parsed.Host
 }
