@@ -955,21 +955,18 @@ func descendants(root int) []int {
 // LOG_LEVEL=warn, its output in logDir, and returns its public base URL.
 func startQuietGateway(b *testing.B, st *Stack, logDir string) string {
 	b.Helper()
-	pub, err := devserver.FreeAddr()
-	testkit.Must(b, err, "free port")
-	admin, err := devserver.FreeAddr()
-	testkit.Must(b, err, "free port")
 	f, err := os.Create(filepath.Join(logDir, "gateway-warn.log"))
 	testkit.Must(b, err, "log file")
 	defer f.Close() // the child has its own copy
-	env := append(slices.Clone(st.env["gateway"]), "PUBLIC_ADDR="+pub, "ADMIN_ADDR="+admin, "LOG_LEVEL=warn")
-	p, err := devserver.Start("gateway-warn", filepath.Join(binDir, "gateway"), nil, env, f)
-	testkit.Must(b, err, "start the warn-level gateway")
-	b.Cleanup(p.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	testkit.Must(b, devserver.WaitHTTP(ctx, p, "http://"+pub+"/readyz"), "the warn-level gateway ready")
-	return "http://" + pub
+	_, base := serveOnFreePort(b, 60*time.Second, "/readyz", func(pub string) (*devserver.Process, error) {
+		admin, err := devserver.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		env := append(slices.Clone(st.env["gateway"]), "PUBLIC_ADDR="+pub, "ADMIN_ADDR="+admin, "LOG_LEVEL=warn")
+		return devserver.Start("gateway-warn", filepath.Join(binDir, "gateway"), nil, env, f)
+	})
+	return base
 }
 
 // median is the median of each figure of a target's rounds.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -124,16 +123,10 @@ func buildCatalogAt(b *testing.B, rev string) string {
 // database and waits until it is ready; it stops with the benchmark.
 func (st *Stack) catalogReplica(name, bin string) (*devserver.Process, string) {
 	st.t.Helper()
-	addr, err := devserver.FreeAddr()
-	testkit.Must(st.t, err, "free port")
-	env := append(append([]string(nil), st.env["catalog"]...), "HTTP_ADDR="+addr)
-	p, err := devserver.Start("catalog-"+name, bin, nil, env, st.output("catalog-"+name))
-	testkit.Must(st.t, err, "start catalog "+name)
-	st.t.Cleanup(p.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	testkit.Must(st.t, devserver.WaitHTTP(ctx, p, "http://"+addr+"/readyz"), "catalog "+name+" ready")
-	return p, "http://" + addr
+	return serveOnFreePort(st.t, 5*time.Minute, "/readyz", func(addr string) (*devserver.Process, error) {
+		env := append(append([]string(nil), st.env["catalog"]...), "HTTP_ADDR="+addr)
+		return devserver.Start("catalog-"+name, bin, nil, env, st.output("catalog-"+name))
+	})
 }
 
 // readSideCount is how many documents the public listing at base holds,

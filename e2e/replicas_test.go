@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,16 +21,35 @@ import (
 // returns its base URL; it stops with the test.
 func (st *Stack) Replica(s string) string {
 	st.t.Helper()
-	addr, err := devserver.FreeAddr()
-	testkit.Must(st.t, err, "free port")
-	env := append(append([]string(nil), st.env[s]...), "HTTP_ADDR="+addr)
-	p, err := devserver.Start(s+"-2", filepath.Join(binDir, s), nil, env, prefix(st.logs, s+"-2"))
-	testkit.Must(st.t, err, "start another "+s)
-	st.t.Cleanup(p.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	testkit.Must(st.t, devserver.WaitHTTP(ctx, p, "http://"+addr+"/readyz"), "another "+s+" ready")
-	return "http://" + addr
+	_, base := serveOnFreePort(st.t, 60*time.Second, "/readyz", func(addr string) (*devserver.Process, error) {
+		env := append(append([]string(nil), st.env[s]...), "HTTP_ADDR="+addr)
+		return devserver.Start(s+"-2", filepath.Join(binDir, s), nil, env, prefix(st.logs, s+"-2"))
+	})
+	return base
+}
+
+// serveOnFreePort runs start on a free loopback address and waits until
+// path answers 200 there; when another process took the port first, it
+// starts again on a new one. The process stops with t.
+func serveOnFreePort(t testing.TB, wait time.Duration, path string, start func(addr string) (*devserver.Process, error)) (*devserver.Process, string) {
+	t.Helper()
+	for try := 1; ; try++ {
+		addr, err := devserver.FreeAddr()
+		testkit.Must(t, err, "free port")
+		p, err := start(addr)
+		testkit.Must(t, err, "start")
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		err = devserver.WaitHTTP(ctx, p, "http://"+addr+path)
+		cancel()
+		if err == nil {
+			t.Cleanup(p.Stop)
+			return p, "http://" + addr
+		}
+		p.Stop()
+		if !errors.Is(err, devserver.ErrAddrTaken) || try == 3 {
+			testkit.Must(t, err, p.Name+" ready")
+		}
+	}
 }
 
 // splitBalancer stands for a Kubernetes Service in front of two replicas,

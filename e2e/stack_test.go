@@ -216,41 +216,60 @@ func SignAsGateway(req *http.Request) {
 func (st *Stack) ServiceURL(s string) string { return "http://" + st.addrs[s] }
 
 // Start starts (or restarts) service s and waits until it is ready. When
-// another process took s's port before s bound it (make test runs many
-// test binaries at once), s moves to a new port, and the services already
-// running that call it restart with the new address.
+// another process took one of s's ports before s bound it (make test runs
+// many test binaries at once), s moves to a new port, and the services
+// already running that call it restart with the new address.
 func (st *Stack) Start(s string) {
 	st.t.Helper()
 	for try := 1; ; try++ {
-		err := st.start(s)
-		if !errors.Is(err, devserver.ErrAddrTaken) || try == 3 {
-			testkit.Must(st.t, err, s+" ready")
+		p, err := st.start(s)
+		if err == nil {
+			st.procs[s] = p // only once ready: a move meanwhile restarts running services only
 			return
 		}
-		st.t.Logf("%v; moving %s to another port", err, s)
-		for _, key := range []string{s, s + "-admin"} {
-			if addr, ok := st.addrs[key]; ok && devserver.CheckFree(addr) != nil {
-				st.move(key, s)
-			}
+		taken := st.taken(s, err)
+		if len(taken) == 0 || try == 3 {
+			testkit.Must(st.t, err, s+" ready")
+		}
+		st.t.Logf("%v; moving %v to new ports", err, taken)
+		for _, key := range taken {
+			st.move(key)
 		}
 	}
 }
 
-func (st *Stack) start(s string) error {
+func (st *Stack) start(s string) (*devserver.Process, error) {
 	p, err := devserver.Start(s, filepath.Join(binDir, s), nil, st.env[s], st.output(s))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st.procs[s] = p
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz")
+	if err := devserver.WaitHTTP(ctx, p, "http://"+st.addrs[s]+"/readyz"); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// taken is which of s's addresses (the gateway has two) another process
+// holds, when that is why s did not start.
+func (st *Stack) taken(s string, err error) []string {
+	if !errors.Is(err, devserver.ErrAddrTaken) && !strings.Contains(err.Error(), "exited before it was ready") {
+		return nil // not a start that failed for its address
+	}
+	var keys []string
+	for _, key := range []string{s, s + "-admin"} {
+		if addr, ok := st.addrs[key]; ok && devserver.CheckFree(addr) != nil {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // move gives the address of key a new port, in every service's
-// environment, and restarts the running services whose environment held
-// it, but starting, the one being started.
-func (st *Stack) move(key, starting string) {
+// environment, and restarts the running services whose environment held it.
+func (st *Stack) move(key string) {
 	addr, err := devserver.FreeAddr()
 	testkit.Must(st.t, err, "free port")
 	old := regexp.MustCompile(regexp.QuoteMeta(st.addrs[key]) + `\b`)
@@ -263,10 +282,19 @@ func (st *Stack) move(key, starting string) {
 				st.env[s][i], changed = n, true
 			}
 		}
-		if changed && s != starting && st.procs[s] != nil {
+		if p := st.procs[s]; changed && p != nil && running(p) {
 			st.Stop(s)
 			st.Start(s)
 		}
+	}
+}
+
+func running(p *devserver.Process) bool {
+	select {
+	case <-p.Done():
+		return false
+	default:
+		return true
 	}
 }
 

@@ -121,14 +121,21 @@ func WaitTCP(ctx context.Context, p *Process, addr string) error {
 }
 
 // waitFor waits until p listens on addr and ok; another process that took
-// addr answers ok too, so whose the socket is counts. A process that exited
-// while something else holds addr gives ErrAddrTaken.
+// addr answers ok too, so whose the socket is counts. When another process
+// holds addr, p is stopped and the error is ErrAddrTaken. Where /proc
+// cannot tell (another system, a host name), ok alone decides.
 func waitFor(ctx context.Context, p *Process, addr string, ok func() bool) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if listensOn(p.Pid(), addr) && ok() {
-			return nil
+		switch whoListens(p.Pid(), addr) {
+		case started, unknown:
+			if ok() {
+				return nil
+			}
+		case another:
+			p.Stop()
+			return fmt.Errorf("%s: %w", p.Name, ErrAddrTaken)
 		}
 		select {
 		case <-ctx.Done():

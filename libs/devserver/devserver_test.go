@@ -27,7 +27,8 @@ func TestFreeAddrNeverRepeats(t *testing.T) {
 
 // TestAnotherProcessOnTheAddressIsNotReady: a server that is not the
 // started process's answers 200 on the address, as one of another test
-// binary does when it took the port first; the wait must not end on it.
+// binary does when it took the port first; the wait must not end on it,
+// but stop the started process and say the address was taken.
 func TestAnotherProcessOnTheAddressIsNotReady(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
@@ -38,8 +39,13 @@ func TestAnotherProcessOnTheAddressIsNotReady(t *testing.T) {
 	defer p.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := devserver.WaitHTTP(ctx, p, srv.URL+"/readyz"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("waiting on an address another process serves: %v, want a timeout", err)
+	if err := devserver.WaitHTTP(ctx, p, srv.URL+"/readyz"); !errors.Is(err, devserver.ErrAddrTaken) {
+		t.Errorf("waiting on an address another process serves: %v, want ErrAddrTaken", err)
+	}
+	select {
+	case <-p.Done():
+	default:
+		t.Error("the started process still runs after its address was found taken")
 	}
 }
 
