@@ -42,9 +42,13 @@ var (
 	minioCfg devserver.MinIOCredentials
 )
 
-// Main runs the tests of a package and stops the shared servers after them.
-func Main(m *testing.M) {
+// Main runs the tests of a package, then after (a deferred call would not
+// run: Main exits), and stops the shared servers.
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	for _, s := range []*shared{&ferret, &minio} {
 		if s.proc != nil {
 			s.proc.Stop()
