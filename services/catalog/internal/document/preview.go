@@ -35,16 +35,7 @@ type Preview struct {
 // its steps, a context that ended (the person typed on, the budget
 // passed) stops it.
 func RenderPreview(ctx context.Context, t, content string) (Preview, error) {
-	var errs validation.Errors
-	switch Type(t) {
-	case Markdown, HTML:
-	default:
-		errs.Add("type", "must be MARKDOWN or HTML (the types with a text to preview)")
-	}
-	if len(content) > MaxContent {
-		errs.Add("content", "must be at most %d bytes (got %d)", MaxContent, len(content))
-	}
-	if err := errs.Err(); err != nil {
+	if err := CheckPreview(t, content); err != nil {
 		return Preview{}, err
 	}
 	if Type(t) == HTML {
@@ -63,4 +54,20 @@ func RenderPreview(ctx context.Context, t, content string) (Preview, error) {
 		return Preview{}, err
 	}
 	return Preview{Content: clean, HTML: htmlPolicy.Sanitize(out.String())}, nil
+}
+
+// CheckPreview says what is wrong with a preview's type and content, nil
+// when it can be rendered: checked before a preview waits for its turn,
+// so a request refused anyway takes no one's.
+func CheckPreview(t, content string) error {
+	var errs validation.Errors
+	switch Type(t) {
+	case Markdown, HTML:
+	default:
+		errs.Add("type", "must be MARKDOWN or HTML (the types with a text to preview)")
+	}
+	if len(content) > MaxContent {
+		errs.Add("content", "must be at most %d bytes (got %d)", MaxContent, len(content))
+	}
+	return errs.Err()
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
@@ -38,8 +37,7 @@ type Handler struct {
 	media     http.Handler // proxies PDF downloads to the media service
 	onDeleted func()
 	// previews bounds the text previews render at once (preview.go).
-	previews    *semaphore.Weighted
-	previewWait time.Duration
+	previews *previewSlots
 }
 
 // Options tune a Handler.
@@ -53,7 +51,7 @@ type Options struct {
 // New returns a Handler.
 func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
 	h := &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted,
-		previews: newPreviewSlots(), previewWait: previewWait}
+		previews: newPreviewSlots()}
 	if h.onDeleted == nil {
 		h.onDeleted = func() {}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -38,22 +39,53 @@ func Safe(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Pa
 
 // The previews one catalog renders at once are bounded by the bytes of
 // text they carry: a 1 MiB Markdown preview costs about 1.6 s of CPU and
-// 370 MB allocated, and a viewer may ask for one, so a burst waits its
-// turn (previewWait at most, then 503) instead of taking the process's
-// memory. A request weighs its text, and at least previewMinWeight, so
-// many small ones still take turns.
+// 370 MB allocated, and a viewer may ask for one, so a burst takes turns
+// instead of taking the process's memory. A request weighs its text, and
+// at least previewMinWeight, so many small ones still take turns. At most
+// previewQueue wait (each holds its body), for previewWait at most, so a
+// 1 MiB render still fits the request budget after the wait; others are
+// 503 at once.
 const (
 	previewBytes     = 2 << 20
 	previewMinWeight = 64 << 10
-	previewWait      = 2 * time.Second
+	previewQueue     = 8
+	previewWait      = time.Second
 )
 
-func newPreviewSlots() *semaphore.Weighted { return semaphore.NewWeighted(previewBytes) }
+// previewSlots are the turns of previews.
+type previewSlots struct {
+	sem     *semaphore.Weighted
+	waiting atomic.Int64
+	wait    time.Duration
+}
 
-// previewWeight is what content takes of the previews' budget.
+func newPreviewSlots() *previewSlots {
+	return &previewSlots{sem: semaphore.NewWeighted(previewBytes), wait: previewWait}
+}
+
+// previewWeight is what content takes of the previews' budget (content is
+// at most document.MaxContent, checked before).
 func previewWeight(content string) int64 {
 	return min(max(int64(len(content)), previewMinWeight), previewBytes)
 }
+
+// take waits for w of the budget; false when the queue is full or the wait
+// is over. Release with give.
+func (s *previewSlots) take(ctx context.Context, w int64) bool {
+	if s.sem.TryAcquire(w) {
+		return true
+	}
+	if s.waiting.Add(1) > previewQueue {
+		s.waiting.Add(-1)
+		return false
+	}
+	defer s.waiting.Add(-1)
+	ctx, cancel := context.WithTimeout(ctx, s.wait)
+	defer cancel()
+	return s.sem.Acquire(ctx, w) == nil
+}
+
+func (s *previewSlots) give(w int64) { s.sem.Release(w) }
 
 // preview renders an unsaved text with the sanitiser and Markdown reader
 // the documents get; nothing is stored, so it never changes the library.
@@ -62,14 +94,16 @@ func (h *Handler) preview(c *gin.Context) {
 	if !httpx.BindJSON(c, &in) {
 		return
 	}
+	if err := document.CheckPreview(in.Type, in.Content); err != nil {
+		fail(c, err)
+		return
+	}
 	w := previewWeight(in.Content)
-	wait, cancel := context.WithTimeout(c.Request.Context(), h.previewWait)
-	defer cancel()
-	if err := h.previews.Acquire(wait, w); err != nil {
+	if !h.previews.take(c.Request.Context(), w) {
 		httpx.Fail(c, problem.Unavailable("the service is rendering other previews; ask again in a moment").With("Retry-After", "1"))
 		return
 	}
-	defer h.previews.Release(w)
+	defer h.previews.give(w)
 	p, err := document.RenderPreview(c.Request.Context(), in.Type, in.Content)
 	if errors.Is(err, context.DeadlineExceeded) { // the budget passed: nothing to be unsure of
 		httpx.Abort(c, err, func(error) *problem.Problem {

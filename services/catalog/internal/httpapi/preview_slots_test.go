@@ -12,32 +12,41 @@ import (
 )
 
 // TestPreviewsTakeTurns: while other previews hold the whole budget, a
-// preview waits, then answers 503 with Retry-After and renders nothing;
-// once they are done it renders.
+// preview waits, then answers 503 with Retry-After and renders nothing; a
+// request refused anyway (too long) is refused at once, not after a wait;
+// with the queue full a preview is 503 at once; once the budget is free it
+// renders.
 func TestPreviewsTakeTurns(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	h := &Handler{previews: newPreviewSlots(), previewWait: 50 * time.Millisecond}
+	h := &Handler{previews: newPreviewSlots()}
+	h.previews.wait = 50 * time.Millisecond
 	engine := gin.New()
 	engine.POST(PreviewPath, h.preview)
-	ask := func() *httptest.ResponseRecorder {
+	ask := func(content string) (*httptest.ResponseRecorder, time.Duration) {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, PreviewPath, strings.NewReader(`{"type":"MARKDOWN","content":"# Hi"}`))
+		req := httptest.NewRequest(http.MethodPost, PreviewPath, strings.NewReader(`{"type":"MARKDOWN","content":"`+content+`"}`))
 		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
 		engine.ServeHTTP(rec, req)
-		return rec
+		return rec, time.Since(start)
 	}
-	if err := h.previews.Acquire(context.Background(), previewBytes); err != nil {
+	if err := h.previews.sem.Acquire(context.Background(), previewBytes); err != nil {
 		t.Fatal(err)
 	}
-	rec := ask()
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "other previews") {
+	if rec, _ := ask("# Hi"); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "other previews") {
 		t.Errorf("a preview while the budget is taken: %d %q %s, want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
-	h.previews.Release(previewBytes)
-	if rec := ask(); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `\u003ch1\u003eHi`) {
-		t.Errorf("a preview once the budget is free: %d %s", rec.Code, rec.Body)
+	if rec, _ := ask(strings.Repeat("x", 1<<20+1)); rec.Code != http.StatusUnprocessableEntity {
+		t.Errorf("a text over 1 MiB while the budget is taken: %d, want 422 (refused before any wait)", rec.Code)
 	}
-	if w := previewWeight(strings.Repeat("x", 3<<20)); w != previewBytes {
-		t.Errorf("an oversized text weighs %d, want the whole budget (it is then refused 422)", w)
+	h.previews.wait = 5 * time.Second
+	h.previews.waiting.Store(previewQueue)
+	if rec, took := ask("# Hi"); rec.Code != http.StatusServiceUnavailable || took > time.Second {
+		t.Errorf("a preview with the queue full: %d after %v, want 503 at once", rec.Code, took)
+	}
+	h.previews.waiting.Store(0)
+	h.previews.give(previewBytes)
+	if rec, _ := ask("# Hi"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `\u003ch1\u003eHi`) {
+		t.Errorf("a preview once the budget is free: %d %s", rec.Code, rec.Body)
 	}
 }

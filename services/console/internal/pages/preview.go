@@ -60,12 +60,7 @@ func (p *Pages) showPreview(c *gin.Context, ctx context.Context, s session.Sessi
 			d.Current, d.Stored, d.Conflict = &cur, &cur, &cf
 		}
 	}
-	pv, err := p.cfg.API.PreviewDocument(ctx, s.Token, f.Type, f.Content)
-	if err != nil {
-		d.PreviewError = previewError(explain(boclient.AsAPIError(err)))
-	} else {
-		d.Preview, d.Previewed = pv.HTML, true
-	}
+	p.storedPreview(ctx, s, &d)
 	_ = p.choices(ctx, s.Token, &d)
 	p.showForm(c, http.StatusOK, d)
 }
@@ -85,7 +80,10 @@ func (p *Pages) storedPreview(ctx context.Context, s session.Session, d *editDat
 	if d.Form.Type != "MARKDOWN" && d.Form.Type != "HTML" {
 		return
 	}
-	if pv, err := p.cfg.API.PreviewDocument(ctx, s.Token, d.Form.Type, d.Form.Content); err == nil {
-		d.Preview, d.Previewed = pv.HTML, true
+	pv, err := p.cfg.API.PreviewDocument(ctx, s.Token, d.Form.Type, d.Form.Content)
+	if err != nil {
+		d.PreviewError = previewError(explain(boclient.AsAPIError(err)))
+		return
 	}
+	d.Preview, d.Previewed = pv.HTML, true
 }
