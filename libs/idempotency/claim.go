@@ -28,6 +28,14 @@ type Claim struct {
 // outcome.
 func (c *Claim) Forget() { c.forgotten.Store(true) }
 
+// Forget lets the key of the request ctx belongs to go instead of keeping
+// its answer (Claim.Forget); nothing for a request holding no claim.
+func Forget(ctx context.Context) {
+	if c, ok := ClaimFrom(ctx); ok {
+		c.Forget()
+	}
+}
+
 type claimKey struct{}
 
 // WithClaim returns ctx carrying c.

@@ -338,10 +338,10 @@ func keyProblem(c *gin.Context, err error) *problem.Problem {
 	var deleted *document.KeyDeletedError
 	switch {
 	case errors.Is(err, document.ErrKeyReused):
-		forget(c)
+		idempotency.Forget(c)
 		return idempotency.Reused()
 	case errors.As(err, &deleted):
-		forget(c)
+		idempotency.Forget(c)
 		where := "it is in the trash: restore it to have it back"
 		if deleted.Purged {
 			where = "it was purged from the trash"
@@ -353,11 +353,4 @@ func keyProblem(c *gin.Context, err error) *problem.Problem {
 			"a request with this Idempotency-Key is still being written, or its outcome is not known yet; send it again shortly").With("Retry-After", "5")
 	}
 	return nil
-}
-
-// forget lets the request's key go instead of keeping its answer.
-func forget(c *gin.Context) {
-	if claim, ok := idempotency.ClaimFrom(c); ok {
-		claim.Forget()
-	}
 }

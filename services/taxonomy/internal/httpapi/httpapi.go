@@ -222,6 +222,9 @@ func (h *Handler) lookupTags(c *gin.Context) {
 // errors get their HTTP meaning.
 func fail(c *gin.Context, err error) {
 	httpx.Abort(c, err, func(err error) *problem.Problem {
+		if p := keyProblem(c, err); p != nil {
+			return p
+		}
 		id := c.Param("id")
 		switch {
 		case errors.Is(err, tag.ErrCategoryNotFound):
@@ -229,11 +232,9 @@ func fail(c *gin.Context, err error) {
 		case errors.Is(err, tag.ErrTagNotFound):
 			return problem.NotFound(fmt.Sprintf("there is no tag '%s'", id))
 		case errors.Is(err, tag.ErrDuplicateID):
-			if claim, ok := idempotency.ClaimFrom(c); ok {
-				// Not kept as the key's outcome: a retry asks again (a
-				// record made before this service stamped its key, for one).
-				claim.Forget()
-			}
+			// Not kept as the key's outcome: a retry asks again (a record
+			// made before this service stamped its key, for one).
+			idempotency.Forget(c)
 			p := problem.Conflict("conflict", "the id is already used")
 			p.Errors = []problem.FieldError{{Field: "id", Message: "is already used"}}
 			return p
@@ -247,4 +248,26 @@ func fail(c *gin.Context, err error) {
 		}
 		return problem.Common(err, "taxonomy database", mongox.IsUnavailable)
 	})
+}
+
+// keyProblem is the problem of a create whose Idempotency-Key made a
+// record before, nil for another err. Not kept as the key's outcome
+// (Claim.Forget): they say what the key's record is now, or that the key
+// was another request's, and a retry of the key's own request asks again.
+func keyProblem(c *gin.Context, err error) *problem.Problem {
+	var deleted *tag.KeyDeletedError
+	switch {
+	case errors.Is(err, tag.ErrKeyReused):
+		idempotency.Forget(c)
+		return idempotency.Reused()
+	case errors.As(err, &deleted):
+		idempotency.Forget(c)
+		what := deleted.Kind
+		if what == tag.KindCategory {
+			what = "tag category"
+		}
+		return problem.Conflict("created_"+deleted.Kind+"_deleted", fmt.Sprintf(
+			"an earlier attempt of this request created %s '%s', deleted since; it is not created again: send a new Idempotency-Key to create it anew", what, deleted.ID))
+	}
+	return nil
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
 	idemstore "github.com/doclib/libs/idempotency/mongostore"
@@ -88,4 +91,62 @@ func TestARetryOfATaxonomyCreateAppliedUnknowinglyAnswersTheRecord(t *testing.T)
 	if r := a.do("POST", "/bo/tags-categories", `{"id":"x","name":"X"}`, "Idempotency-Key", "k-other"); r.status != 201 {
 		t.Errorf("the key whose answer was 409, for another body: %d %s, want 201 (the 409 was not kept)", r.status, r.body)
 	}
+}
+
+// A tag or category create the database applied but whose answer was lost,
+// deleted before its retry with the same Idempotency-Key and body, is not
+// created again: the retry is 409 created_tag_deleted or
+// created_category_deleted, and that answer is not kept as the key's
+// (each retry is told again). The deletion's events have been published and
+// the relay has swept (as it does at once in production): the key's
+// tombstone stays for the key's life. Another body under the key is 422.
+func TestARetryOfATaxonomyCreateDeletedSinceIsNotCreatedAgain(t *testing.T) {
+	a, ls := keyedAPI(t)
+	a.must("POST", "/bo/tags-categories", `{"id":"home","name":"Home"}`, 201)
+	creates := []struct{ path, body, other, key, id, code string }{
+		{"/bo/tags-categories", `{"id":"health","name":"Santé"}`, `{"id":"other","name":"Other"}`,
+			"k-cat", "health", "created_category_deleted"},
+		{"/bo/tags", `{"id":"flu","name":"Flu","categoryId":"home"}`, `{"id":"other","name":"Other","categoryId":"home"}`,
+			"k-tag", "flu", "created_tag_deleted"},
+	}
+	for _, c := range creates {
+		ls.lost.Store(false)
+		if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 503 {
+			t.Fatalf("%s whose answer was lost: %d %s, want 503 outcome_unknown", c.path, r.status, r.body)
+		}
+		a.must("DELETE", c.path+"/"+c.id, "", 204)
+		a.publishAndSweep()
+		for i := range 2 {
+			r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key)
+			var p problemBody
+			if r.status == 409 {
+				r.json(t, &p)
+			}
+			if p.Code != c.code || !strings.Contains(r.body, c.id) {
+				t.Errorf("%s retry %d after the delete: %d %s, want 409 %s naming %s", c.path, i+1, r.status, r.body, c.code, c.id)
+			}
+		}
+		if r := a.must("GET", "/bo/tags-categories", "", 200); strings.Contains(r.body, `"id":"`+c.id+`"`) {
+			t.Errorf("%s: %s exists again after the retries: %s", c.path, c.id, r.body)
+		}
+		if r := a.do("POST", c.path, c.other, "Idempotency-Key", c.key); r.status != 422 {
+			t.Errorf("%s: another body under the key: %d %s, want 422", c.path, r.status, r.body)
+		}
+		a.must("DELETE", c.path+"/other", "", 404) // nothing made by it
+	}
+	// A new key makes them anew.
+	a.must("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
+	a.must("POST", "/bo/tags", `{"id":"flu","name":"Flu","categoryId":"home"}`, 201)
+}
+
+// publishAndSweep does what the outbox relay does once it has published
+// every event: the tombstones' outboxes are emptied, then Sweep runs.
+func (a *api) publishAndSweep() {
+	a.t.Helper()
+	cats, tags := a.store.Collections()
+	for _, coll := range []*mongo.Collection{cats, tags} {
+		_, err := coll.UpdateMany(a.t.Context(), bson.M{}, bson.M{"$unset": bson.M{"outbox": ""}, "$set": bson.M{"outboxCount": 0}})
+		testkit.Must(a.t, err, "mark published")
+	}
+	testkit.Must(a.t, a.store.Sweep(a.t.Context()), "sweep")
 }

@@ -40,11 +40,22 @@ func (s *Service) CreateCategory(ctx context.Context, id, name string) (Category
 	case errors.Is(err, ErrMadeBefore):
 		// An earlier attempt of this request made it: that is the answer,
 		// as it is now (its own answer was lost).
-		return s.store.Category(ctx, id)
+		made, err := s.store.Category(ctx, id)
+		return made, deletedSince(err, KindCategory, id, ErrCategoryNotFound)
 	case err != nil:
 		return Category{}, err
 	}
 	return c, nil
+}
+
+// deletedSince is the error of reading again the record an earlier
+// attempt of a create made: gone meanwhile (notFound; a tag's category
+// being deleted, say), it was deleted since.
+func deletedSince(err error, kind, id string, notFound error) error {
+	if errors.Is(err, notFound) {
+		return &KeyDeletedError{Kind: kind, ID: id}
+	}
+	return err
 }
 
 // RenameCategory changes a category's name.
@@ -91,7 +102,8 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 	case err == nil:
 		return t, nil
 	case errors.Is(err, ErrMadeBefore): // as CreateCategory
-		return s.store.Tag(ctx, id)
+		made, err := s.store.Tag(ctx, id)
+		return made, deletedSince(err, KindTag, id, ErrTagNotFound)
 	case errors.Is(err, ErrCategoryNotFound): // deleted in the meantime
 		return Tag{}, validation.Errors{{Field: "categoryId", Message: "unknown category '" + categoryID + "'"}}
 	default:

@@ -44,7 +44,27 @@ var (
 	// by the record an earlier attempt of the same request made (the
 	// database applied it though its answer was lost).
 	ErrMadeBefore = errors.New("made by an earlier attempt of this request")
+	// ErrKeyReused is a store's answer to a keyed insert whose key made a
+	// record for another request (another body).
+	ErrKeyReused = errors.New("idempotency key used for another request")
 )
+
+// What a KeyDeletedError names.
+const (
+	KindCategory = "category"
+	KindTag      = "tag"
+)
+
+// KeyDeletedError is a keyed create whose key made a record, deleted since
+// (while the key is kept): it is not made again, nor answered as made.
+type KeyDeletedError struct {
+	Kind string // KindCategory or KindTag
+	ID   string // the record the key made
+}
+
+func (e *KeyDeletedError) Error() string {
+	return "the " + e.Kind + " '" + e.ID + "' this idempotency key created has since been deleted"
+}
 
 // Store persists categories and tags. Lists come in creation order; deleted
 // records are never returned. Implementations report a taken id or name
@@ -54,8 +74,11 @@ type Store interface {
 	Categories(ctx context.Context) ([]Category, error)
 	Category(ctx context.Context, id string) (Category, error)
 	// InsertCategory stores c, stamped with key (nil: none), the
-	// Idempotency-Key of the request creating it; ErrMadeBefore when c's
-	// id is held by a live category that key made for the same request.
+	// Idempotency-Key of the request creating it; no two categories hold
+	// one unexpired key, deleted ones included. A key held is answered
+	// ErrMadeBefore when its live category was made by the same request,
+	// KeyDeletedError when that category was deleted since, ErrKeyReused
+	// when another request made it.
 	InsertCategory(ctx context.Context, c Category, key *idempotency.Claim) error
 	RenameCategory(ctx context.Context, id, name string, at time.Time) (Category, error)
 	// DeleteCategory deletes the category and all its tags, recording a

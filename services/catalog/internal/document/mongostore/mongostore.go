@@ -88,8 +88,8 @@ type Store struct {
 	// seen is the highest counter value this process has read: a number
 	// the counter had already reached, for the c0 of a hold.
 	seen atomic.Int64
-	// keysSweptAt is when dropExpiredKeys last ran here (unix ns).
-	keysSweptAt atomic.Int64
+	// keys takes expired Idempotency-Keys off (dropExpiredKeys).
+	keys idemstore.KeySweep
 }
 
 var _ document.Store = (*Store)(nil)
@@ -103,9 +103,11 @@ var _ document.Store = (*Store)(nil)
 // does not.
 func New(db *mongo.Database, log *slog.Logger) *Store {
 	primary := options.Collection().SetReadPreference(readpref.Primary())
-	return &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary),
+	s := &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary),
 		revs: db.Collection("revisions", primary), log: log,
 		now: func() time.Time { return time.Now().UTC() }}
+	s.keys.Every = keySweepEvery
+	return s
 }
 
 // Documents is the collection, for the outbox relay.
@@ -641,29 +643,10 @@ func (s *Store) DropKey(ctx context.Context, keyID string, seq int64, now time.T
 }
 
 // dropExpiredKeys takes the expired Idempotency-Keys off the documents
-// holding no write's hold (as DropKey), so that keys do not stay for
-// ever, nor a lowered retention wait for their stored expiry.
-//
-// At most once a keySweepEvery per replica, though ReleaseStale runs every
-// few seconds: the filter is on no _id, and the test database (FerretDB)
-// reads the whole collection for it, its dev write gate holding the
-// collection meanwhile; a key expired stays on a minute longer at most.
+// holding no write's hold (as DropKey), at most once a keySweepEvery per
+// replica (idemstore.KeySweep), though ReleaseStale runs every few seconds.
 func (s *Store) dropExpiredKeys(ctx context.Context) error {
-	now := s.now()
-	last := s.keysSweptAt.Load()
-	if last != 0 && now.Sub(time.Unix(0, last)) < keySweepEvery {
-		return nil
-	}
-	if !s.keysSweptAt.CompareAndSwap(last, now.UnixNano()) {
-		return nil // another call of this replica is sweeping
-	}
-	expired := idemstore.Expired(now)
-	expired["held"] = absent
-	if _, err := s.docs.UpdateMany(ctx, expired, idemstore.Unstamp()); err != nil {
-		s.keysSweptAt.CompareAndSwap(now.UnixNano(), last) // the next call tries again
-		return err
-	}
-	return nil
+	return s.keys.Run(ctx, s.now(), bson.M{"held": absent}, s.docs)
 }
 
 // keySweepEvery is how often dropExpiredKeys sweeps.

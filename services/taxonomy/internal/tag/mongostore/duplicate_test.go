@@ -24,7 +24,7 @@ func TestWhichDuplicateFromMongoDBsError(t *testing.T) {
 		raw, _ := bson.Marshal(bson.D{{Key: "code", Value: 11000}, {Key: "keyPattern", Value: c.keys}})
 		err := mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 11000, Raw: raw}}}
 		// No collection: asking the database would panic.
-		if got := (&Store{}).whichDuplicate(context.Background(), nil, "x", nil, err); !errors.Is(got, c.want) {
+		if got := whichDuplicate(context.Background(), nil, "x", err); !errors.Is(got, c.want) {
 			t.Errorf("keyPattern %v: %v, want %v", c.keys, got, c.want)
 		}
 	}

@@ -6,7 +6,8 @@
 // field. Deleting marks a record as a tombstone in one single-document write
 // that also renames its unique keys (so the id and the name are free again
 // at once) and stores the deletion events in the record's outbox. The relay
-// publishes the events and then removes the tombstone (Sweep). Tags point to
+// publishes the events and then removes the tombstone (Sweep), unless it
+// holds an Idempotency-Key not expired yet (key.go). Tags point to
 // their category's internal _id, so a category deleted and created again
 // under the same id never inherits old tags.
 package mongostore
@@ -37,6 +38,8 @@ type Store struct {
 	categories *mongo.Collection
 	tags       *mongo.Collection
 	rev        *mongox.Revision
+	now        func() time.Time
+	keys       idemstore.KeySweep
 }
 
 var _ tag.Store = (*Store)(nil)
@@ -44,8 +47,10 @@ var _ tag.Store = (*Store)(nil)
 // New returns a Store on db. Call EnsureIndexes once at start-up. log
 // receives the failures of revision bumps, which never fail a write.
 func New(db *mongo.Database, log *slog.Logger) *Store {
-	return &Store{categories: db.Collection("categories"), tags: db.Collection("tags"),
-		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log)}
+	s := &Store{categories: db.Collection("categories"), tags: db.Collection("tags"),
+		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log), now: time.Now}
+	s.keys.Every = keySweepEvery
+	return s
 }
 
 // Revision returns a number that moves after every write of a category or
@@ -61,11 +66,15 @@ func (s *Store) Collections() (categories, tags *mongo.Collection) { return s.ca
 // EnsureIndexes creates the indexes; it is idempotent and safe when several
 // replicas start together.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
+	if err := s.prepareKeyIndex(ctx); err != nil {
+		return err
+	}
 	if err := mongox.EnsureIndexes(ctx, s.categories,
 		mongox.Index("id_unique", true, "id"),
 		mongox.Index("nameKey_unique", true, "nameKey"),
 		mongox.Index("seq", false, "seq"),
 		mongox.Index("outbox", false, outbox.CountField),
+		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	); err != nil {
 		return err
 	}
@@ -74,6 +83,7 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("category_nameKey_unique", true, "categoryRef", "nameKey"),
 		mongox.Index("seq", false, "seq"),
 		mongox.Index("outbox", false, outbox.CountField),
+		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	)
 }
 
@@ -193,25 +203,14 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category, key *idempot
 		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Stamp: idemstore.StampOf(key),
 	}
 	defer s.rev.Bump(ctx)
-	_, err := s.categories.InsertOne(ctx, doc)
-	if mongo.IsDuplicateKeyError(err) {
-		return s.whichDuplicate(ctx, s.categories, c.ID, key, err)
-	}
-	return err
+	return s.insert(ctx, s.categories, tag.KindCategory, c.ID, doc, key)
 }
 
 // whichDuplicate tells a taken id from a taken name after a unique-index
-// violation, or the record key made for the same request (ErrMadeBefore:
-// its id and name collide, whichever the error names). MongoDB names the
-// index's keys in the error (keyPattern); the development database
-// (FerretDB) does not, so then the store asks whether the id is taken.
-func (s *Store) whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, key *idempotency.Claim, err error) error {
-	if key != nil {
-		var held idemstore.Stamp
-		if coll.FindOne(ctx, liveByID(id)).Decode(&held) == nil && held.Made(key, time.Now()) {
-			return tag.ErrMadeBefore
-		}
-	}
+// violation not on the Idempotency-Key (insert). MongoDB names the index's
+// keys in the error (keyPattern); the development database (FerretDB)
+// does not, so then the store asks whether the id is taken.
+func whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, err error) error {
 	var we mongo.WriteException
 	if errors.As(err, &we) {
 		for _, e := range we.WriteErrors {
@@ -389,10 +388,7 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag, key *idempotency.Claim
 		Stamp: idemstore.StampOf(key),
 	}
 	defer s.rev.Bump(ctx)
-	if _, err := s.tags.InsertOne(ctx, doc); err != nil {
-		if mongo.IsDuplicateKeyError(err) {
-			return s.whichDuplicate(ctx, s.tags, t.ID, key, err)
-		}
+	if err := s.insert(ctx, s.tags, tag.KindTag, t.ID, doc, key); err != nil {
 		return err
 	}
 	n, err := s.categories.CountDocuments(ctx, bson.M{"_id": c.OID, "deletedAt": bson.M{"$exists": false}})
@@ -447,9 +443,15 @@ func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
 }
 
 // Sweep finishes deletions: tags of deleted categories are deleted (with
-// their events), and tombstones whose events have all been published are
-// removed. Run it after the relay has published; it is idempotent.
+// their events), and tombstones whose events have all been published and
+// whose Idempotency-Key (if any) has expired are removed; expired keys are
+// taken off records (at most once a keySweepEvery). Run it after the relay
+// has published; it is idempotent.
 func (s *Store) Sweep(ctx context.Context) error {
+	now := s.now()
+	if err := s.keys.Run(ctx, now, nil, s.categories, s.tags); err != nil {
+		return err
+	}
 	var cats []categoryDoc
 	if err := find(ctx, s.categories, bson.M{"deletedAt": bson.M{"$exists": true}}, nil, &cats); err != nil {
 		return err
@@ -459,9 +461,10 @@ func (s *Store) Sweep(ctx context.Context) error {
 			return err
 		}
 	}
-	done := bson.M{"deletedAt": bson.M{"$exists": true}, "$or": bson.A{
-		bson.M{outbox.CountField: bson.M{"$exists": false}}, bson.M{outbox.CountField: 0},
-	}}
+	published := bson.M{"$or": bson.A{bson.M{outbox.CountField: bson.M{"$exists": false}}, bson.M{outbox.CountField: 0}}}
+	// A tombstone holding a key not expired stays: a retry of the create
+	// under it must learn the record was deleted, not make it again.
+	done := bson.M{"deletedAt": bson.M{"$exists": true}, "$and": bson.A{published, idemstore.Unstamped(now)}}
 	if _, err := s.tags.DeleteMany(ctx, done); err != nil {
 		return err
 	}

@@ -1,0 +1,118 @@
+package mongostore_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/doclib/libs/idempotency"
+	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/taxonomy/internal/tag"
+	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
+)
+
+// clocked is a store whose clock the test moves.
+func clocked(t *testing.T) (*mongostore.Store, *atomic.Int64) {
+	s, _ := newStore(t)
+	var now atomic.Int64
+	now.Store(at.UnixNano())
+	s.SetClock(func() time.Time { return time.Unix(0, now.Load()).UTC() })
+	return s, &now
+}
+
+func published(t *testing.T, s *mongostore.Store) {
+	t.Helper()
+	cats, tags := s.Collections()
+	for _, coll := range []*mongo.Collection{cats, tags} {
+		_, err := coll.UpdateMany(t.Context(), bson.M{}, bson.M{"$unset": bson.M{"outbox": ""}, "$set": bson.M{"outboxCount": 0}})
+		testkit.Must(t, err, "mark published")
+	}
+	testkit.Must(t, s.Sweep(t.Context()), "sweep")
+}
+
+// A deleted record keeps its Idempotency-Key for the key's life: a create
+// with the key and its request is told the record was deleted, one with
+// the key and another request that the key is reused; once the key has
+// expired the sweep takes it off (and removes the tombstone), and the key
+// makes a new record.
+func TestADeletedRecordKeepsItsKeyUntilItExpires(t *testing.T) {
+	s, now := clocked(t)
+	ctx := t.Context()
+	key := &idempotency.Claim{ID: "k", Fingerprint: "f1", ExpiresAt: at.Add(time.Hour)}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "insert category")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), key), "insert tag")
+	testkit.Must(t, s.DeleteTag(ctx, "t1", at), "delete tag")
+	published(t, s)
+
+	var deleted *tag.KeyDeletedError
+	if err := s.InsertTag(ctx, tg("t1", "A", "c1"), key); !errors.As(err, &deleted) || deleted.ID != "t1" || deleted.Kind != "tag" {
+		t.Fatalf("the key's request again after the delete: %v, want KeyDeletedError for tag t1", err)
+	}
+	other := &idempotency.Claim{ID: "k", Fingerprint: "f2", ExpiresAt: at.Add(time.Hour)}
+	if err := s.InsertTag(ctx, tg("t2", "B", "c1"), other); !errors.Is(err, tag.ErrKeyReused) {
+		t.Fatalf("another request under the key: %v, want ErrKeyReused", err)
+	}
+	_, tags := s.Collections()
+	if n, _ := tags.CountDocuments(ctx, bson.M{}); n != 1 {
+		t.Fatalf("%d tag records, want the tombstone only", n)
+	}
+
+	now.Store(at.Add(time.Hour).UnixNano()) // the key expires
+	published(t, s)
+	if n, _ := tags.CountDocuments(ctx, bson.M{}); n != 0 {
+		t.Errorf("%d tag records after the key expired and the sweep, want none", n)
+	}
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), key), "the key's request once it expired")
+}
+
+// A live record whose key expired gives it up to a new create under it,
+// and the sweep takes expired keys off live records.
+func TestAnExpiredKeyIsTakenOff(t *testing.T) {
+	s, now := clocked(t)
+	ctx := t.Context()
+	key := &idempotency.Claim{ID: "k", Fingerprint: "f1", ExpiresAt: at.Add(time.Hour)}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), key), "insert c1")
+	if err := s.InsertCategory(ctx, cat("c1", "One"), key); !errors.Is(err, tag.ErrMadeBefore) {
+		t.Fatalf("the key's request again: %v, want ErrMadeBefore", err)
+	}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c2", "Two"), &idempotency.Claim{ID: "k2", Fingerprint: "f", ExpiresAt: at.Add(time.Hour)}), "insert c2")
+	now.Store(at.Add(2 * time.Hour).UnixNano())
+	reused := &idempotency.Claim{ID: "k", Fingerprint: "f2", ExpiresAt: at.Add(3 * time.Hour)}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c3", "Three"), reused), "the expired key for another request")
+	testkit.Must(t, s.Sweep(ctx), "sweep")
+	cats, _ := s.Collections()
+	for id, want := range map[string]int64{"c1": 0, "c2": 0, "c3": 1} {
+		if n, _ := cats.CountDocuments(ctx, bson.M{"id": id, "idemKey": bson.M{"$exists": true}}); n != want {
+			t.Errorf("category %s holds %d keys, want %d", id, n, want)
+		}
+	}
+}
+
+// Records stored before the unique key index existed may share a key (one
+// let go after an unknown outcome and used again) or hold expired ones:
+// EnsureIndexes makes them fit the index instead of failing, the live
+// record keeping a shared key.
+func TestEnsureIndexesFitsKeysStoredBefore(t *testing.T) {
+	t.Parallel()
+	s := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
+	ctx := t.Context()
+	_, tags := s.Collections()
+	later, past := time.Now().Add(time.Hour), time.Now().Add(-time.Hour)
+	_, err := tags.InsertMany(ctx, []any{
+		bson.M{"id": "~deleted~1", "deletedAt": past, "idemKey": "k", "idemFingerprint": "f", "idemExpiresAt": later},
+		bson.M{"id": "live", "idemKey": "k", "idemFingerprint": "f2", "idemExpiresAt": later},
+		bson.M{"id": "old1", "idemKey": "old", "idemFingerprint": "f", "idemExpiresAt": past},
+		bson.M{"id": "old2", "idemKey": "old", "idemFingerprint": "f", "idemExpiresAt": past},
+	})
+	testkit.Must(t, err, "insert records")
+	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
+	for id, want := range map[string]int64{"~deleted~1": 0, "live": 1, "old1": 0, "old2": 0} {
+		if n, _ := tags.CountDocuments(ctx, bson.M{"id": id, "idemKey": bson.M{"$exists": true}}); n != want {
+			t.Errorf("tag %s holds %d keys, want %d", id, n, want)
+		}
+	}
+}
