@@ -15,6 +15,11 @@ import (
 // set to 30 s) still gives a session, not one over at once.
 const Skew = 30 * time.Second
 
+// MinSession is the shortest session a sign-in starts: a token that
+// leaves less is refused with words, not a session over at once that
+// sends the person back to the sign-in page without a reason.
+const MinSession = 5 * time.Second
+
 // sessionEnd is when a session sending tok, received at now, must end: the
 // earlier of the token endpoint's expires_in and the access token's own
 // exp (when it is a JWT), less the skew; zero when neither is said.

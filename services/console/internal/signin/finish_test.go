@@ -39,6 +39,7 @@ func TestFinish(t *testing.T) {
 	p := provider(f)
 	accessExp := time.Now().Add(5 * time.Minute).Truncate(time.Second)
 	jwtAccess := f.sign(map[string]any{"exp": accessExp.Unix()})
+	soon := f.sign(map[string]any{"exp": time.Now().Add(3 * time.Second).Unix()})
 	for _, tc := range []struct {
 		name   string
 		claims func(nonce string) map[string]any
@@ -49,6 +50,7 @@ func TestFinish(t *testing.T) {
 		{"wrong nonce", func(string) map[string]any { return idClaims("console", "another") }, "", false, true},
 		{"wrong audience", func(n string) map[string]any { return idClaims("another-client", n) }, "", false, true},
 		{"no ID token", func(n string) map[string]any { return idClaims("console", n) }, "", true, true},
+		{"an access token expiring at once", func(n string) map[string]any { return idClaims("console", n) }, soon, false, true},
 		{"signed in", func(n string) map[string]any { return idClaims("console", n) }, jwtAccess, false, false},
 	} {
 		a, q := started(t, p)
@@ -133,6 +135,17 @@ func TestAShortLivedTokenStillGivesASession(t *testing.T) {
 		tok := &oauth2.Token{AccessToken: "opaque", Expiry: now.Add(tc.life)}
 		if got := sessionEnd(tok, now).Sub(now); got != tc.want {
 			t.Errorf("a token living %v gives a session of %v, want %v", tc.life, got, tc.want)
+		}
+	}
+}
+
+// TestBrowserURL: an authorization endpoint the browser cannot be sent to
+// makes the provider unusable, said so, not a page moving on nowhere.
+func TestBrowserURL(t *testing.T) {
+	for raw, ok := range map[string]bool{"https://op.example/auth": true, "http://127.0.0.1:9/auth": true,
+		"javascript:alert(1)": false, "data:text/html,x": false, "/auth": false, " https://op.example/auth": false} {
+		if err := browserURL(raw); (err == nil) != ok {
+			t.Errorf("browserURL(%q) = %v, want ok %v", raw, err, ok)
 		}
 	}
 }

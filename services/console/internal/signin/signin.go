@@ -127,6 +127,9 @@ func (p *Provider) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		JWKS       string `json:"jwks_uri"`
 	}
 	_ = op.Claims(&extra) // the document parsed already (jwks_uri is required there)
+	if err := browserURL(op.Endpoint().AuthURL); err != nil {
+		return nil, &Unavailable{Err: fmt.Errorf("the provider's authorization_endpoint: %w", err)}
+	}
 	keys := oidckeys.New(p.cfg.HTTP, extra.JWKS)
 	return &discovered{
 		oauth: oauth2.Config{ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret,
@@ -134,6 +137,20 @@ func (p *Provider) fetchDiscovery(ctx context.Context) (*discovered, error) {
 		verifier:   oidc.NewVerifier(p.cfg.Issuer, keys, &oidc.Config{ClientID: p.cfg.ClientID}),
 		endSession: extra.EndSession,
 	}, nil
+}
+
+// browserURL refuses an address the browser cannot be sent on to: the
+// sign-in page would move on nowhere (html/template empties a javascript:
+// or data: URL) and nothing would say why.
+func browserURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return err
+	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	return nil
 }
 
 // ctx carries the HTTP client both libraries use for the provider.
@@ -196,7 +213,12 @@ func (p *Provider) Finish(ctx context.Context, answer url.Values, sealed string)
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{AccessToken: tok.AccessToken, IDToken: raw, Name: name, Expires: sessionEnd(tok, p.now())}, nil
+	end := sessionEnd(tok, p.now())
+	if !end.IsZero() && end.Sub(p.now()) < MinSession {
+		return Result{}, &Refused{Reason: "the identity provider's access token expires at once (in under " +
+			MinSession.String() + "): ask its administrator for a longer access-token lifespan"}
+	}
+	return Result{AccessToken: tok.AccessToken, IDToken: raw, Name: name, Expires: end}, nil
 }
 
 // check verifies the ID token and that it belongs with this attempt and
