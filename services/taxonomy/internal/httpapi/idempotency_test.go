@@ -150,3 +150,39 @@ func (a *api) publishAndSweep() {
 	}
 	testkit.Must(a.t, a.store.Sweep(a.t.Context()), "sweep")
 }
+
+// A keyed tag create the database applied but whose answer was lost,
+// whose category was deleted before the retry (which deletes the tag with
+// it), is answered 409 created_tag_deleted, not 422 "unknown category";
+// and that answer is not kept: once the category is back, a retry is told
+// the same (the key's tombstone), never a kept 422.
+func TestARetryOfATagCreateWhoseCategoryWasDeletedIsCreatedTagDeleted(t *testing.T) {
+	a, ls := keyedAPI(t)
+	a.must("POST", "/bo/tags-categories", `{"id":"home","name":"Home"}`, 201)
+	body := `{"id":"flu","name":"Flu","categoryId":"home"}`
+	ls.lost.Store(false)
+	if r := a.do("POST", "/bo/tags", body, "Idempotency-Key", "k-tag"); r.status != 503 {
+		t.Fatalf("a tag create whose answer was lost: %d %s, want 503 outcome_unknown", r.status, r.body)
+	}
+	a.must("DELETE", "/bo/tags-categories/home", "", 204)
+	retry := func(when string) {
+		t.Helper()
+		for i := range 2 {
+			r := a.do("POST", "/bo/tags", body, "Idempotency-Key", "k-tag")
+			var p problemBody
+			if r.status == 409 {
+				r.json(t, &p)
+			}
+			if p.Code != "created_tag_deleted" || !strings.Contains(r.body, "flu") {
+				t.Errorf("retry %d %s: %d %s, want 409 created_tag_deleted naming flu", i+1, when, r.status, r.body)
+			}
+		}
+	}
+	retry("after the category's delete")
+	a.publishAndSweep()
+	retry("after the category's delete was published")
+	a.must("POST", "/bo/tags-categories", `{"id":"home","name":"Home"}`, 201)
+	retry("after the category is back")
+	// An unkeyed create in a missing category is still 422.
+	a.must("POST", "/bo/tags", `{"id":"x","name":"X","categoryId":"nope"}`, 422)
+}

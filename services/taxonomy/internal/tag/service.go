@@ -85,8 +85,12 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 	checkID(&errs, "id", id)
 	name = CleanName(&errs, "name", name)
 	checkID(&errs, "categoryId", categoryID)
+	claim, _ := idempotency.TakeClaim(ctx)
 	if ValidID(categoryID) {
 		if _, err := s.store.Category(ctx, categoryID); err == ErrCategoryNotFound {
+			if made, err := s.madeBefore(ctx, id, claim); made != nil || err != nil {
+				return *made, err
+			}
 			errs.Add("categoryId", "unknown category '%s'", categoryID)
 		} else if err != nil {
 			return Tag{}, err
@@ -97,7 +101,6 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 	}
 	now := s.now()
 	t := Tag{ID: id, Name: name, CategoryID: categoryID, CreatedAt: now, UpdatedAt: now}
-	claim, _ := idempotency.TakeClaim(ctx)
 	switch err := s.store.InsertTag(ctx, t, claim); {
 	case err == nil:
 		return t, nil
@@ -105,10 +108,33 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 		made, err := s.store.Tag(ctx, id)
 		return made, deletedSince(err, KindTag, id, ErrTagNotFound)
 	case errors.Is(err, ErrCategoryNotFound): // deleted in the meantime
+		idempotency.Forget(ctx) // as in madeBefore
 		return Tag{}, validation.Errors{{Field: "categoryId", Message: "unknown category '" + categoryID + "'"}}
 	default:
 		return Tag{}, err
 	}
+}
+
+// madeBefore is, for a keyed tag create whose category is unknown, what
+// the key made: a category deleted since took the tag an earlier attempt
+// made with it, and that is the answer (KeyDeletedError: 409), not 422
+// "unknown category". made is nil when the key made nothing; the 422
+// then answered is not kept as the key's outcome (it depends on the
+// category, which may come back): a retry asks again.
+func (s *Service) madeBefore(ctx context.Context, id string, claim *idempotency.Claim) (made *Tag, err error) {
+	if claim == nil {
+		return nil, nil
+	}
+	switch err := s.store.KeyOutcome(ctx, KindTag, claim); {
+	case errors.Is(err, ErrMadeBefore):
+		// Live but its category gone: being deleted with it.
+		t, err := s.store.Tag(ctx, id)
+		return &t, deletedSince(err, KindTag, id, ErrTagNotFound)
+	case err != nil:
+		return &Tag{}, err
+	}
+	idempotency.Forget(ctx)
+	return nil, nil
 }
 
 // RenameTag changes a tag's name.

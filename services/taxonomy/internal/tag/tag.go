@@ -93,6 +93,11 @@ type Store interface {
 	// while t was being stored).
 	InsertTag(ctx context.Context, t Tag, key *idempotency.Claim) error
 	RenameTag(ctx context.Context, id, name string, at time.Time) (Tag, error)
+	// KeyOutcome is what key made among the records of kind (KindTag or
+	// KindCategory), answered as InsertCategory answers a key held:
+	// ErrMadeBefore, KeyDeletedError or ErrKeyReused; nil when no record
+	// holds the key unexpired.
+	KeyOutcome(ctx context.Context, kind string, key *idempotency.Claim) error
 	// DeleteTag deletes the tag, recording a tag event.
 	DeleteTag(ctx context.Context, id string, at time.Time) error
 }

@@ -61,6 +61,24 @@ func (s *Store) insert(ctx context.Context, coll *mongo.Collection, kind, id str
 	return errors.New("an expired idempotency key was held again at every attempt")
 }
 
+// KeyOutcome implements tag.Store.
+func (s *Store) KeyOutcome(ctx context.Context, kind string, key *idempotency.Claim) error {
+	coll := s.tags
+	if kind == tag.KindCategory {
+		coll = s.categories
+	}
+	var held keyHolder
+	switch err := coll.FindOne(ctx, bson.M{idemstore.KeyField: key.ID}).Decode(&held); {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return nil
+	case err != nil:
+		return err
+	case !s.now().Before(held.Stamp.ExpiresAt):
+		return nil // expired: it no longer says anything
+	}
+	return held.answer(kind, key)
+}
+
 // answer is the answer of a create under the key h holds, not expired: the
 // record made by the same request (ErrMadeBefore), deleted since
 // (KeyDeletedError), or made by another request (ErrKeyReused).
