@@ -104,6 +104,8 @@ func run(ctx context.Context) error {
 	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, categories, tags)
 	stopRelay := relay.Start()
 	defer stopRelay()
+	// And on a timer: tombstones kept for their key, and expired keys.
+	defer store.StartSweeping(ctx, log, mongostore.SweepEvery)()
 
 	// Ready while MongoDB answers; NATS is reported, never required.
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).

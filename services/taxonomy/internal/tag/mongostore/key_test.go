@@ -2,6 +2,7 @@ package mongostore_test
 
 import (
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,4 +116,30 @@ func TestEnsureIndexesFitsKeysStoredBefore(t *testing.T) {
 			t.Errorf("tag %s holds %d keys, want %d", id, n, want)
 		}
 	}
+}
+
+// With nothing deleted nor published after it, a keyed tombstone is removed
+// and an expired key taken off a live record once the key expires, by the
+// sweep run on a timer (the relay sweeps only after it has published).
+func TestTheSweepTimerRemovesATombstoneOnceItsKeyExpires(t *testing.T) {
+	s, now := clocked(t)
+	ctx := t.Context()
+	key := &idempotency.Claim{ID: "k", Fingerprint: "f1", ExpiresAt: at.Add(time.Hour)}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), &idempotency.Claim{ID: "kc", Fingerprint: "f", ExpiresAt: at.Add(time.Hour)}), "insert category")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), key), "insert tag")
+	testkit.Must(t, s.DeleteTag(ctx, "t1", at), "delete tag")
+	published(t, s) // the relay's last sweep: the tombstone stays, its key lives
+	stop := s.StartSweeping(ctx, slog.New(slog.DiscardHandler), 20*time.Millisecond)
+	defer stop()
+	now.Store(at.Add(2 * time.Hour).UnixNano()) // the keys expire
+	cats, tags := s.Collections()
+	var n, k int64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		n, _ = tags.CountDocuments(ctx, bson.M{})
+		k, _ = cats.CountDocuments(ctx, bson.M{"idemKey": bson.M{"$exists": true}})
+		if n == 0 && k == 0 {
+			return
+		}
+	}
+	t.Errorf("5 s after the keys expired: %d tag records (want the tombstone removed), %d categories stamped (want 0)", n, k)
 }
