@@ -20,6 +20,8 @@ func TestWhichDuplicateFromMongoDBsError(t *testing.T) {
 	}{
 		{bson.D{{Key: "id", Value: 1}}, tag.ErrDuplicateID},
 		{bson.D{{Key: "categoryRef", Value: 1}, {Key: "nameKey", Value: 1}}, tag.ErrDuplicateName},
+		// The key's holder let it go during the insert: neither (not kept).
+		{bson.D{{Key: "idemKey", Value: 1}}, errKeyLetGo},
 	} {
 		raw, _ := bson.Marshal(bson.D{{Key: "code", Value: 11000}, {Key: "keyPattern", Value: c.keys}})
 		err := mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 11000, Raw: raw}}}

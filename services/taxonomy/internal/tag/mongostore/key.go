@@ -29,9 +29,11 @@ type keyHolder struct {
 // two records of coll hold one key (idemstore.KeyIndex), deleted ones
 // included until the key expires: an insert under a held key is answered
 // by what the key made (answer); a key found expired is taken off its
-// holder and the insert tried again. Another unique key taken is
+// holder and the insert tried again, as when the holder is gone by the
+// time it is looked up (once). Another unique key taken is
 // ErrDuplicateID or ErrDuplicateName.
 func (s *Store) insert(ctx context.Context, coll *mongo.Collection, kind, id string, doc any, key *idempotency.Claim) error {
+	gone := false
 	for range 3 {
 		_, err := coll.InsertOne(ctx, doc)
 		if !mongo.IsDuplicateKeyError(err) {
@@ -40,8 +42,19 @@ func (s *Store) insert(ctx context.Context, coll *mongo.Collection, kind, id str
 		if key == nil {
 			return whichDuplicate(ctx, coll, id, err)
 		}
+		if s.collided != nil {
+			s.collided()
+		}
 		var held keyHolder
 		switch ferr := coll.FindOne(ctx, bson.M{idemstore.KeyField: key.ID}).Decode(&held); {
+		case errors.Is(ferr, mongo.ErrNoDocuments) && !gone:
+			// No holder now: the collision was on the id or the name, or
+			// on a holder gone since (its expired key taken off, its
+			// tombstone swept). Trying once again tells them apart:
+			// answered "name taken", the latter would be kept as the
+			// key's outcome.
+			gone = true
+			continue
 		case errors.Is(ferr, mongo.ErrNoDocuments):
 			return whichDuplicate(ctx, coll, id, err)
 		case ferr != nil:
@@ -58,7 +71,7 @@ func (s *Store) insert(ctx context.Context, coll *mongo.Collection, kind, id str
 		}
 		return held.answer(kind, key)
 	}
-	return errors.New("an expired idempotency key was held again at every attempt")
+	return errKeyLetGo
 }
 
 // KeyOutcome implements tag.Store.

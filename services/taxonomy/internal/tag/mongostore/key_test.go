@@ -3,6 +3,7 @@ package mongostore_test
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,4 +143,31 @@ func TestTheSweepTimerRemovesATombstoneOnceItsKeyExpires(t *testing.T) {
 		}
 	}
 	t.Errorf("5 s after the keys expired: %d tag records (want the tombstone removed), %d categories stamped (want 0)", n, k)
+}
+
+// A keyed insert that collides on the key, whose holder lets it go before
+// the store looks the holder up (another replica took the expired key off,
+// or swept the tombstone), is tried again and stores the record: it is not
+// answered "name already used", which would be kept as the key's outcome.
+func TestAKeyLetGoDuringAnInsertIsNotAnsweredNameTaken(t *testing.T) {
+	s, now := clocked(t)
+	ctx := t.Context()
+	key := &idempotency.Claim{ID: "k", Fingerprint: "f1", ExpiresAt: at.Add(time.Hour)}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), key), "insert c1")
+	now.Store(at.Add(2 * time.Hour).UnixNano()) // the key expires
+	cats, _ := s.Collections()
+	var once sync.Once
+	s.SetCollided(func() {
+		once.Do(func() { // another replica's key sweep, just then
+			_, err := cats.UpdateOne(ctx, bson.M{"id": "c1"}, bson.M{"$unset": bson.M{"idemKey": "", "idemFingerprint": "", "idemExpiresAt": ""}})
+			testkit.Must(t, err, "unstamp c1")
+		})
+	})
+	reused := &idempotency.Claim{ID: "k", Fingerprint: "f2", ExpiresAt: at.Add(3 * time.Hour)}
+	if err := s.InsertCategory(ctx, cat("c2", "Two"), reused); err != nil {
+		t.Fatalf("a create under the key let go meanwhile: %v, want it stored", err)
+	}
+	if n, _ := cats.CountDocuments(ctx, bson.M{"id": "c2", "idemKey": "k"}); n != 1 {
+		t.Errorf("c2 holding the key: %d records, want 1", n)
+	}
 }

@@ -40,6 +40,9 @@ type Store struct {
 	rev        *mongox.Revision
 	now        func() time.Time
 	keys       idemstore.KeySweep
+	// collided, if set, runs when a keyed insert met a unique index,
+	// before the key's holder is looked up (tests of that race).
+	collided func()
 }
 
 var _ tag.Store = (*Store)(nil)
@@ -206,6 +209,8 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category, key *idempot
 	return s.insert(ctx, s.categories, tag.KindCategory, c.ID, doc, key)
 }
 
+var errKeyLetGo = errors.New("an idempotency key was held, then let go, at every attempt")
+
 // whichDuplicate tells a taken id from a taken name after a unique-index
 // violation not on the Idempotency-Key (insert). MongoDB names the index's
 // keys in the error (keyPattern); the development database (FerretDB)
@@ -217,6 +222,10 @@ func whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, err 
 			keys, ok := e.Raw.Lookup("keyPattern").DocumentOK()
 			switch {
 			case !ok:
+			case keys.Lookup(idemstore.KeyField).Type != 0:
+				// The key's holder let it go twice during one insert
+				// (insert): not a taken name, and not kept (a 500).
+				return errKeyLetGo
 			case keys.Lookup("id").Type != 0:
 				return tag.ErrDuplicateID
 			default:
