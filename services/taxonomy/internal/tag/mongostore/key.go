@@ -109,7 +109,7 @@ func (h keyHolder) answer(kind string, key *idempotency.Claim) error {
 // existed fit it, so that building it cannot fail: expired keys are taken
 // off, and of several records holding one key (a key let go after an
 // unknown outcome and used again, before this store looked for it) the
-// live one, or the first, keeps it. Stamped records are the few created
+// live one, or the first created (by seq, then _id), keeps it. Stamped records are the few created
 // within the key retention, so reading them at each start is cheap.
 func (s *Store) prepareKeyIndex(ctx context.Context) error {
 	for _, coll := range []*mongo.Collection{s.categories, s.tags} {
@@ -117,7 +117,9 @@ func (s *Store) prepareKeyIndex(ctx context.Context) error {
 			return err
 		}
 		var held []keyHolder
-		if err := find(ctx, coll, bson.M{idemstore.KeyField: bson.M{"$exists": true}}, nil, &held); err != nil {
+		// In creation order (bySeq), so that replicas starting together
+		// keep the same record.
+		if err := find(ctx, coll, bson.M{idemstore.KeyField: bson.M{"$exists": true}}, bySeq, &held); err != nil {
 			return err
 		}
 		keeper := make(map[string]keyHolder, len(held))

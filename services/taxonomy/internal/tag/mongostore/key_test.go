@@ -171,3 +171,26 @@ func TestAKeyLetGoDuringAnInsertIsNotAnsweredNameTaken(t *testing.T) {
 		t.Errorf("c2 holding the key: %d records, want 1", n)
 	}
 }
+
+// Of several live records stored before the key index holding one key, the
+// first created (by seq, then _id) keeps it, whatever the order the
+// database returns them in: replicas starting together keep the same one.
+func TestEnsureIndexesKeepsAKeyOnTheFirstCreated(t *testing.T) {
+	t.Parallel()
+	s := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
+	ctx := t.Context()
+	cats, _ := s.Collections()
+	later := time.Now().Add(time.Hour)
+	stamp := func(id string, seq int64) bson.M {
+		return bson.M{"id": id, "nameKey": id, "seq": seq, "idemKey": "k", "idemFingerprint": "f", "idemExpiresAt": later}
+	}
+	// Stored in another order than created.
+	_, err := cats.InsertMany(ctx, []any{stamp("third", 3), stamp("first", 1), stamp("second", 2)})
+	testkit.Must(t, err, "insert records")
+	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
+	for id, want := range map[string]int64{"first": 1, "second": 0, "third": 0} {
+		if n, _ := cats.CountDocuments(ctx, bson.M{"id": id, "idemKey": bson.M{"$exists": true}}); n != want {
+			t.Errorf("category %s holds %d keys, want %d", id, n, want)
+		}
+	}
+}
