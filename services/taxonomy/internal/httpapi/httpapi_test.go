@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/lookup"
 	"github.com/doclib/libs/testkit"
@@ -26,6 +28,7 @@ type api struct {
 	h       http.Handler
 	store   *mongostore.Store
 	deleted int
+	keys    *mongo.Collection // the Idempotency-Key middleware's records (keyedAPI)
 }
 
 func newAPI(t *testing.T) *api {

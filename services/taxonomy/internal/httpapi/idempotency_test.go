@@ -55,7 +55,16 @@ func keyedAPI(t *testing.T) (*api, *lossy) {
 	e := httpx.NewEngine("taxonomy", log)
 	e.Use(idemstore.Middleware(context.Background(), db, log, time.Hour, nil))
 	httpapi.New(tag.NewService(ls), store, nil).Register(e)
-	return &api{t: t, h: e, store: store}, ls
+	return &api{t: t, h: e, store: store, keys: db.Collection(idemstore.Collection)}, ls
+}
+
+// kept reports whether the middleware keeps an outcome for key (sent
+// with no caller identity, as these tests do).
+func (a *api) kept(key string) bool {
+	a.t.Helper()
+	n, err := a.keys.CountDocuments(a.t.Context(), bson.M{"_id": idempotency.ScopedID("", key)})
+	testkit.Must(a.t, err, "count kept keys")
+	return n > 0
 }
 
 // A tag or category create the database applied but whose answer was lost
@@ -125,6 +134,9 @@ func TestARetryOfATaxonomyCreateDeletedSinceIsNotCreatedAgain(t *testing.T) {
 			if p.Code != c.code || !strings.Contains(r.body, c.id) {
 				t.Errorf("%s retry %d after the delete: %d %s, want 409 %s naming %s", c.path, i+1, r.status, r.body, c.code, c.id)
 			}
+			if a.kept(c.key) {
+				t.Errorf("%s retry %d after the delete: the 409 is kept as the key's outcome, want it let go", c.path, i+1)
+			}
 		}
 		if r := a.must("GET", "/bo/tags-categories", "", 200); strings.Contains(r.body, `"id":"`+c.id+`"`) {
 			t.Errorf("%s: %s exists again after the retries: %s", c.path, c.id, r.body)
@@ -134,8 +146,10 @@ func TestARetryOfATaxonomyCreateDeletedSinceIsNotCreatedAgain(t *testing.T) {
 		}
 		a.must("DELETE", c.path+"/other", "", 404) // nothing made by it
 	}
-	// A new key makes them anew.
-	a.must("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
+	// A new key makes them anew (and keeps that outcome: kept is sound).
+	if r := a.do("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, "Idempotency-Key", "k-new"); r.status != 201 || !a.kept("k-new") {
+		t.Errorf("a new key: %d %s, kept %v; want 201, kept", r.status, r.body, a.kept("k-new"))
+	}
 	a.must("POST", "/bo/tags", `{"id":"flu","name":"Flu","categoryId":"home"}`, 201)
 }
 
@@ -175,6 +189,9 @@ func TestARetryOfATagCreateWhoseCategoryWasDeletedIsCreatedTagDeleted(t *testing
 			}
 			if p.Code != "created_tag_deleted" || !strings.Contains(r.body, "flu") {
 				t.Errorf("retry %d %s: %d %s, want 409 created_tag_deleted naming flu", i+1, when, r.status, r.body)
+			}
+			if a.kept("k-tag") {
+				t.Errorf("retry %d %s: the answer is kept as the key's outcome, want it let go", i+1, when)
 			}
 		}
 	}
