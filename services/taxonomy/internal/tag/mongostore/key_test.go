@@ -104,11 +104,18 @@ func TestEnsureIndexesFitsKeysStoredBefore(t *testing.T) {
 	ctx := t.Context()
 	_, tags := s.Collections()
 	later, past := time.Now().Add(time.Hour), time.Now().Add(-time.Hour)
+	// Each with its own category and name key, as stored records have: a
+	// real MongoDB refuses repeated nulls in the unique category_nameKey
+	// index (FerretDB does not).
+	record := func(id string, m bson.M) bson.M {
+		m["id"], m["nameKey"], m["categoryRef"] = id, id, bson.NewObjectID()
+		return m
+	}
 	_, err := tags.InsertMany(ctx, []any{
-		bson.M{"id": "~deleted~1", "deletedAt": past, "idemKey": "k", "idemFingerprint": "f", "idemExpiresAt": later},
-		bson.M{"id": "live", "idemKey": "k", "idemFingerprint": "f2", "idemExpiresAt": later},
-		bson.M{"id": "old1", "idemKey": "old", "idemFingerprint": "f", "idemExpiresAt": past},
-		bson.M{"id": "old2", "idemKey": "old", "idemFingerprint": "f", "idemExpiresAt": past},
+		record("~deleted~1", bson.M{"deletedAt": past, "idemKey": "k", "idemFingerprint": "f", "idemExpiresAt": later}),
+		record("live", bson.M{"idemKey": "k", "idemFingerprint": "f2", "idemExpiresAt": later}),
+		record("old1", bson.M{"idemKey": "old", "idemFingerprint": "f", "idemExpiresAt": past}),
+		record("old2", bson.M{"idemKey": "old", "idemFingerprint": "f", "idemExpiresAt": past}),
 	})
 	testkit.Must(t, err, "insert records")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
