@@ -202,4 +202,24 @@ func TestARetryOfATagCreateWhoseCategoryWasDeletedIsCreatedTagDeleted(t *testing
 	retry("after the category is back")
 	// An unkeyed create in a missing category is still 422.
 	a.must("POST", "/bo/tags", `{"id":"x","name":"X","categoryId":"nope"}`, 422)
+
+	// A category deletion stopped half-way (the category marked deleted,
+	// its tags not yet): the key's tag is live, and counts as deleted.
+	a.must("POST", "/bo/tags-categories", `{"id":"work","name":"Work"}`, 201)
+	ls.lost.Store(false)
+	cold := `{"id":"cold","name":"Cold","categoryId":"work"}`
+	if r := a.do("POST", "/bo/tags", cold, "Idempotency-Key", "k-cold"); r.status != 503 {
+		t.Fatalf("a tag create whose answer was lost: %d %s, want 503 outcome_unknown", r.status, r.body)
+	}
+	cats, _ := a.store.Collections()
+	_, err := cats.UpdateOne(t.Context(), bson.M{"id": "work"}, bson.M{"$set": bson.M{"id": "~gone", "nameKey": "~gone", "deletedAt": time.Now(), "deletedId": "work"}})
+	testkit.Must(t, err, "mark the category deleted")
+	r := a.do("POST", "/bo/tags", cold, "Idempotency-Key", "k-cold")
+	var p problemBody
+	if r.status == 409 {
+		r.json(t, &p)
+	}
+	if p.Code != "created_tag_deleted" || !strings.Contains(r.body, "cold") || a.kept("k-cold") {
+		t.Errorf("retry with the category half-deleted: %d %s (kept %v), want 409 created_tag_deleted naming cold, not kept", r.status, r.body, a.kept("k-cold"))
+	}
 }

@@ -88,8 +88,8 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 	claim, _ := idempotency.TakeClaim(ctx)
 	if ValidID(categoryID) {
 		if _, err := s.store.Category(ctx, categoryID); err == ErrCategoryNotFound {
-			if made, err := s.madeBefore(ctx, id, claim); made != nil || err != nil {
-				return *made, err
+			if made, answered, err := s.madeBefore(ctx, id, claim); answered {
+				return made, err
 			}
 			errs.Add("categoryId", "unknown category '%s'", categoryID)
 		} else if err != nil {
@@ -118,23 +118,23 @@ func (s *Service) CreateTag(ctx context.Context, id, name, categoryID string) (T
 // madeBefore is, for a keyed tag create whose category is unknown, what
 // the key made: a category deleted since took the tag an earlier attempt
 // made with it, and that is the answer (KeyDeletedError: 409), not 422
-// "unknown category". made is nil when the key made nothing; the 422
-// then answered is not kept as the key's outcome (it depends on the
+// "unknown category". answered is false when the key made nothing; the
+// 422 then answered is not kept as the key's outcome (it depends on the
 // category, which may come back): a retry asks again.
-func (s *Service) madeBefore(ctx context.Context, id string, claim *idempotency.Claim) (made *Tag, err error) {
+func (s *Service) madeBefore(ctx context.Context, id string, claim *idempotency.Claim) (made Tag, answered bool, err error) {
 	if claim == nil {
-		return nil, nil
+		return Tag{}, false, nil
 	}
 	switch err := s.store.KeyOutcome(ctx, KindTag, claim); {
 	case errors.Is(err, ErrMadeBefore):
 		// Live but its category gone: being deleted with it.
 		t, err := s.store.Tag(ctx, id)
-		return &t, deletedSince(err, KindTag, id, ErrTagNotFound)
+		return t, true, deletedSince(err, KindTag, id, ErrTagNotFound)
 	case err != nil:
-		return &Tag{}, err
+		return Tag{}, true, err
 	}
 	idempotency.Forget(ctx)
-	return nil, nil
+	return Tag{}, false, nil
 }
 
 // RenameTag changes a tag's name.
