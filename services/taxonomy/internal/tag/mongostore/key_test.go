@@ -13,6 +13,7 @@ import (
 
 	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/testkit"
+	"github.com/doclib/libs/validation"
 	"github.com/doclib/services/taxonomy/internal/tag"
 	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
 )
@@ -137,7 +138,7 @@ func TestTheSweepTimerRemovesATombstoneOnceItsKeyExpires(t *testing.T) {
 	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), key), "insert tag")
 	testkit.Must(t, s.DeleteTag(ctx, "t1", at), "delete tag")
 	published(t, s) // the relay's last sweep: the tombstone stays, its key lives
-	stop := s.StartSweeping(ctx, slog.New(slog.DiscardHandler), 20*time.Millisecond)
+	stop := s.StartSweeping(ctx, slog.New(slog.DiscardHandler), 150*time.Millisecond)
 	defer stop()
 	now.Store(at.Add(2 * time.Hour).UnixNano()) // the keys expire
 	cats, tags := s.Collections()
@@ -199,5 +200,40 @@ func TestEnsureIndexesKeepsAKeyOnTheFirstCreated(t *testing.T) {
 		if n, _ := cats.CountDocuments(ctx, bson.M{"id": id, "idemKey": bson.M{"$exists": true}}); n != want {
 			t.Errorf("category %s holds %d keys, want %d", id, n, want)
 		}
+	}
+}
+
+// TestACategoryDeletedDuringAKeyedInsertLeavesTheKeyFree: the category goes
+// between the tag's insert and its check (the insert meets an expired key
+// first, which is when the hook runs). The caller is told 422, not kept;
+// the tombstone must not hold the key, or the retry once the category is
+// back would be told its tag was created and deleted since (the review
+// saw 422, then 409, 409).
+func TestACategoryDeletedDuringAKeyedInsertLeavesTheKeyFree(t *testing.T) {
+	s, now := clocked(t)
+	ctx := t.Context()
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "c1")
+	testkit.Must(t, s.InsertTag(ctx, tg("t0", "Zero", "c1"), &idempotency.Claim{ID: "k", Fingerprint: "old", ExpiresAt: at.Add(time.Hour)}), "t0")
+	now.Store(at.Add(2 * time.Hour).UnixNano()) // k expires on t0
+	var once sync.Once
+	s.SetCollided(func() {
+		once.Do(func() { testkit.Must(t, s.DeleteCategory(ctx, "c1", time.Now()), "delete c1") })
+	})
+	svc := tag.NewService(s)
+	create := func() error {
+		ctx := idempotency.WithClaim(ctx, &idempotency.Claim{ID: "k", Fingerprint: "new", ExpiresAt: at.Add(3 * time.Hour)})
+		_, err := svc.CreateTag(ctx, "flu", "Flu", "c1")
+		return err
+	}
+	var invalid validation.Errors
+	if err := create(); !errors.As(err, &invalid) {
+		t.Fatalf("the first attempt: %v, want 422 unknown category", err)
+	}
+	if err := create(); !errors.As(err, &invalid) {
+		t.Errorf("the retry while the category is gone: %v, want 422 again", err)
+	}
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "c1 again")
+	if err := create(); err != nil {
+		t.Errorf("the retry once the category is back: %v, want the tag created", err)
 	}
 }

@@ -408,6 +408,14 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag, key *idempotency.Claim
 		if err := s.tombstoneTag(ctx, doc, t.CreatedAt); err != nil && !errors.Is(err, tag.ErrTagNotFound) {
 			return err
 		}
+		// The caller was told no tag was made (422, not kept): the key must
+		// not hold this tombstone, or a retry once the category is back
+		// would be told its tag was created and deleted since.
+		if key != nil {
+			if _, err := s.tags.UpdateOne(ctx, bson.M{"_id": doc.OID}, idemstore.Unstamp()); err != nil {
+				return err
+			}
+		}
 		return tag.ErrCategoryNotFound
 	}
 	return nil
