@@ -739,6 +739,7 @@ type byNaming struct{ refs document.Refs }
 func (b byNaming) hold() bson.M {
 	return bson.M{"$or": namingFilter(b.refs, false), "seq": bson.M{"$gt": 0}, "purgedAt": absent}
 }
+
 // read takes the documents naming refs whoever holds them, free ones too:
 // one another write released between this round's hold and this read was
 // neither held nor busy, and the round ended without it (a tag deletion
