@@ -256,7 +256,7 @@ func (st *Stack) start(s string) (*devserver.Process, error) {
 // taken is which of s's addresses (the gateway has two) another process
 // holds, when that is why s did not start.
 func (st *Stack) taken(s string, err error) []string {
-	if !errors.Is(err, devserver.ErrAddrTaken) && !strings.Contains(err.Error(), "exited before it was ready") {
+	if !errors.Is(err, devserver.ErrAddrTaken) && !errors.Is(err, devserver.ErrExited) {
 		return nil // not a start that failed for its address
 	}
 	var keys []string

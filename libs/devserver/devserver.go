@@ -142,9 +142,9 @@ func waitFor(ctx context.Context, p *Process, addr string, ok func() bool) error
 			return fmt.Errorf("%s did not become ready: %w", p.Name, ctx.Err())
 		case <-p.Done():
 			if CheckFree(addr) != nil {
-				return fmt.Errorf("%s exited before it was ready (%v): %w", p.Name, p.Err(), ErrAddrTaken)
+				return fmt.Errorf("%s %w (%v): %w", p.Name, ErrExited, p.Err(), ErrAddrTaken)
 			}
-			return fmt.Errorf("%s exited before it was ready: %v", p.Name, p.Err())
+			return fmt.Errorf("%s %w: %v", p.Name, ErrExited, p.Err())
 		case <-tick.C:
 		}
 	}

@@ -17,6 +17,10 @@ import (
 // new address.
 var ErrAddrTaken = errors.New("its address was taken by another process")
 
+// ErrExited: the process exited before it was ready (the caller may find
+// why, e.g. another of its addresses taken).
+var ErrExited = errors.New("exited before it was ready")
+
 // holder says whose the sockets listening on an address are.
 type holder int
 
