@@ -51,9 +51,10 @@ dev: tools build
 	@$(BIN)/devstack
 
 # DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
-# when Chromium is missing.
+# when Chromium is missing; DOCLIB_REQUIRE_HELM: the test of the platform
+# guide's install command fails instead of skipping when .bin/helm is.
 test: test-packages tools lint helm-lint fresh-clone-check
-	DOCLIB_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 45m $(MODULES)
+	DOCLIB_REQUIRE_BROWSER=1 DOCLIB_REQUIRE_HELM=1 $(GO) test -race -count=1 -timeout 45m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
 	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
@@ -134,8 +135,9 @@ FORCE:
 
 # A fresh clone's `make dev` needs no Node: the files git keeps, copied
 # alone, plan `make dev` (make -n) with an npm that fails on PATH, and the
-# gateway builds from them with the vendored /docs renderer (its digests are
-# checked by api's TestRendererIsThePinnedRelease). Part of `make test`.
+# gateway builds from them (the /docs renderer, Swagger UI, comes from the
+# Go module github.com/swaggo/files/v2, pinned in api/go.mod). Part of
+# `make test`.
 fresh-clone-check:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	git ls-files -z | xargs -0 cp -P --parents -t "$$tmp" && \

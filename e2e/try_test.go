@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestTryScript runs scripts/try.sh, README's "Trying it", top to bottom
-// against a fresh stack: every call must answer the status the script
-// expects. README shows the script as it is.
+// TestTryScript runs scripts/try.sh, the tour the README points to, top to
+// bottom against a fresh stack: every call must answer the status the
+// script expects.
 func TestTryScript(t *testing.T) {
 	t.Parallel()
 	st := NewStack(t, nil)
@@ -22,21 +22,5 @@ func TestTryScript(t *testing.T) {
 	}
 	if !strings.HasSuffix(strings.TrimSpace(string(out)), "done: every call answered as expected") {
 		t.Errorf("scripts/try.sh ended early:\n%s", out)
-	}
-}
-
-// TestREADMEShowsTheTryScript keeps README's copy of scripts/try.sh true.
-func TestREADMEShowsTheTryScript(t *testing.T) {
-	t.Parallel()
-	script, err := os.ReadFile("../scripts/try.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(readme), "```sh\n"+string(script)+"```\n") {
-		t.Error("README.md does not show scripts/try.sh as it is (a ```sh block holding the whole file): copy it again")
 	}
 }

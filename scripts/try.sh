@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Trying it: calls to the running system, top to bottom, each showing its
 # status. Run it against `make dev` (bash scripts/try.sh); `make test` runs
-# it against a fresh stack (e2e TestTryScript), so every call here works.
+# it against a fresh stack, so every call here works. PUBLIC_URL, ADMIN_URL,
+# BO_TOKEN and BO_VIEWER_TOKEN point it elsewhere.
 # It creates a category, a tag, two media and one document of each type
 # (PDF, LINK, MARKDOWN, HTML), then deletes them (the documents go to the
 # trash); the ids it chooses end in the time it started, so it runs again.

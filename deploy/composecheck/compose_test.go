@@ -16,7 +16,7 @@ import (
 
 const root = "../.."
 
-// The containers of compose.yaml: backing servers and the four services.
+// The containers of compose.yaml: backing servers and the six services.
 var (
 	backing  = []string{"minio", "mongo", "nats"}
 	services = []string{"catalog", "console", "gateway", "media", "taxonomy", "webhook"}
@@ -223,9 +223,10 @@ func dockerfileArg(t *testing.T, path, name string) string {
 }
 
 // Each service's environment in compose.yaml sets every variable the
-// README's Configuration marks required for it, non-empty, and no variable
-// the README does not name for it (a misspelt name is read by nobody, and
-// the service falls back to its default or refuses to start).
+// configuration reference (docs/platform.md) marks required for it,
+// non-empty, and no variable the reference does not name for it (a misspelt
+// name is read by nobody, and the service falls back to its default or
+// refuses to start).
 func TestEnvironmentMatchesTheConfiguration(t *testing.T) {
 	p := load(t)
 	names, required := configuration(t)
@@ -233,12 +234,12 @@ func TestEnvironmentMatchesTheConfiguration(t *testing.T) {
 		env := p.Services[name].Environment
 		for v := range required[name] {
 			if val := env[v]; val == nil || *val == "" {
-				t.Errorf("%s: %s is required (README, Configuration) and compose.yaml does not set it", name, v)
+				t.Errorf("%s: %s is required (docs/platform.md, Configuration reference) and compose.yaml does not set it", name, v)
 			}
 		}
 		for v := range env {
 			if !names[name][v] && !strings.HasPrefix(v, "OTEL_") {
-				t.Errorf("%s: compose.yaml sets %s, which the README's Configuration does not name for %s", name, v, name)
+				t.Errorf("%s: compose.yaml sets %s, which the configuration reference does not name for %s", name, v, name)
 			}
 		}
 	}
@@ -246,57 +247,62 @@ func TestEnvironmentMatchesTheConfiguration(t *testing.T) {
 
 var envName = regexp.MustCompile("`([A-Z][A-Z0-9_]*)`")
 
-// configuration reads the README's Configuration tables: the variables of
-// each service (those common to every service included), and which of
+// configuration reads the table of the platform guide's "Configuration
+// reference": | variable | read by | default | meaning |, one row per
+// variable (or a few read together), "read by" naming the services or
+// "every service". It returns the variables of each service and which of
 // them are required.
 func configuration(t *testing.T) (names, required map[string]map[string]bool) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "platform.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	start := strings.Index(text, "\n## Configuration\n")
+	start := strings.Index(text, "\n## Configuration reference\n")
 	if start < 0 {
-		t.Fatal("README.md has no Configuration section")
+		t.Fatal("docs/platform.md has no Configuration reference section")
 	}
 	section := text[start+1:]
 	if end := strings.Index(section[3:], "\n## "); end >= 0 {
 		section = section[:end+3]
 	}
 	names, required = map[string]map[string]bool{}, map[string]map[string]bool{}
-	for _, s := range append(slices.Clone(services), "common") {
+	for _, s := range services {
 		names[s], required[s] = map[string]bool{}, map[string]bool{}
 	}
-	owner := ""
 	for _, line := range strings.Split(section, "\n") {
-		switch {
-		case strings.HasPrefix(line, "Common to every service"):
-			owner = "common"
-		case slices.Contains(services, strings.TrimSuffix(line, ":")):
-			owner = strings.TrimSuffix(line, ":")
-		case owner != "" && strings.HasPrefix(line, "| `"):
-			cells := strings.Split(line, "|")
-			if len(cells) < 3 {
-				continue
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 {
+			continue
+		}
+		readBy := strings.TrimSpace(cells[2])
+		var owners []string
+		if readBy == "every service" {
+			owners = services
+		} else {
+			for _, s := range strings.Split(readBy, ",") {
+				owners = append(owners, strings.TrimSpace(s))
 			}
-			for _, m := range envName.FindAllStringSubmatch(cells[1], -1) {
-				names[owner][m[1]] = true
-				if strings.TrimSpace(cells[2]) == "required" {
-					required[owner][m[1]] = true
+		}
+		for _, m := range envName.FindAllStringSubmatch(cells[1], -1) {
+			for _, s := range owners {
+				if names[s] == nil {
+					t.Fatalf("docs/platform.md: %s is read by %q, which is not a service", m[1], s)
+				}
+				names[s][m[1]] = true
+				if strings.TrimSpace(cells[3]) == "required" {
+					required[s][m[1]] = true
 				}
 			}
 		}
 	}
 	for _, s := range services {
 		if len(names[s]) == 0 {
-			t.Fatalf("README.md's Configuration has no table for %s", s)
-		}
-		for v := range names["common"] {
-			names[s][v] = true
-		}
-		for v := range required["common"] {
-			required[s][v] = true
+			t.Fatalf("docs/platform.md's Configuration reference names no variable of %s", s)
 		}
 	}
 	return names, required

@@ -3,7 +3,7 @@
 // Docker engine: the expected services, a healthcheck on every container,
 // every image pinned (by version or digest, the Dockerfiles' base images
 // too), start order on health, the services' hardening, and each service's
-// environment against the README's Configuration (every required variable
+// environment against the configuration reference (docs/platform.md) (every required variable
 // set, no name it does not document).
 //
 // It is its own module, outside go.work, so that compose-go never enters the
