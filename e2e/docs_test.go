@@ -367,3 +367,92 @@ func TestDocsPageOnTheAdminListener(t *testing.T) {
 		t.Errorf("the first operation starts at %.0f px, below the first screen (%.0f px): %s", got.FirstOpTop, got.ScreenHeight, b.screenshot(t))
 	}
 }
+
+// TestDocsLinks: every relative link of the README, the guides and the
+// decision records leads to a file that exists and, for a #fragment into a
+// Markdown file, to one of its headings (as GitHub makes their anchors).
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	records, err := filepath.Glob("../docs/decisions/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append(docFiles(t), records...)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target, frag, _ := strings.Cut(m[1], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path := f
+			if target != "" {
+				path = filepath.Join(filepath.Dir(f), target)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s, which does not exist", f, m[1])
+				continue
+			}
+			if frag != "" && strings.HasSuffix(path, ".md") && !slices.Contains(headingAnchors(t, path), frag) {
+				t.Errorf("%s links to %s: no such heading", f, m[1])
+			}
+		}
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown file: lower case, punctuation dropped, spaces made dashes.
+func headingAnchors(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anchors []string
+	for _, m := range regexp.MustCompile(`(?m)^#+ (.*)$`).FindAllStringSubmatch(string(b), -1) {
+		h := strings.ToLower(strings.TrimSpace(m[1]))
+		h = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`).ReplaceAllString(h, "")
+		anchors = append(anchors, strings.ReplaceAll(h, " ", "-"))
+	}
+	return anchors
+}
+
+// TestDocsREADMEIsAFrontDoor: the README stays short and leads to each
+// guide in one click, and no page a reader reads names an issue or a test.
+func TestDocsREADMEIsAFrontDoor(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 200 {
+		t.Errorf("README.md has %d lines; a front door has at most 200: move the detail to a guide", n)
+	}
+	for _, guide := range []string{"docs/app-developer.md", "docs/editor.md", "docs/platform.md", "docs/contributor.md", "docs/decisions/README.md"} {
+		if !strings.Contains(readme, "]("+guide+")") {
+			t.Errorf("README.md does not link %s", guide)
+		}
+	}
+	records, err := filepath.Glob("../docs/decisions/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := regexp.MustCompile(`\b(Test|Benchmark|Fuzz)[A-Z]\w+|\b[Ii]ssues? #?\d+`)
+	for _, f := range append(docFiles(t), records...) {
+		if filepath.Base(f) == "development-database.md" {
+			continue // the development database's own page, kept by its owners
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range internal.FindAllString(string(b), -1) {
+			t.Errorf("%s names %q: readers need what it means, not an issue or a test's name", f, m)
+		}
+	}
+}
