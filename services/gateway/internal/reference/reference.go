@@ -35,8 +35,8 @@ type Reference struct {
 }
 
 // Load renders the embedded files. The OpenAPI document must convert; a
-// build without the vendored renderer still serves it, and answers /docs
-// with a 503 saying how to build it.
+// build whose renderer module lacks a file the page needs still serves it,
+// and answers /docs with a 503 saying so.
 func Load() (*Reference, error) {
 	j, err := api.JSON()
 	if err != nil {
