@@ -2,8 +2,10 @@
 // library: FerretDB v1 (a MongoDB wire-protocol server), on PostgreSQL when
 // the machine has its server binaries and on SQLite otherwise, behind a
 // write gate (tools/internal/wiregate) that makes every write atomic
-// against every other, as on MongoDB. Clients connect to -listen-addr, the
-// gate; FerretDB itself listens only on a private Unix socket.
+// against every other, as on MongoDB, and answers as the primary of a
+// one-member replica set, with transactions and retryable writes. Clients
+// connect to -listen-addr, the gate; FerretDB itself listens only on a
+// private Unix socket.
 //
 // It is a separate binary so test binaries built with -race carry neither
 // FerretDB nor SQLite. Once it serves, it prints one line to stdout:
