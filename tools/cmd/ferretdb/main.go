@@ -130,8 +130,10 @@ func run(ctx context.Context, addr, dir, backend, gateMode string, lifetime time
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
-		Off:      gateMode == "off",
-		Log:      log,
+		Off: gateMode == "off",
+		// Its own warnings (a read that gave up waiting for a transaction,
+		// an abort that could not be undone) are worth seeing.
+		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Lifetime: lifetime,
 	}
 	fmt.Printf("doclib-devdb ready backend=%s gate=%s reason=%s\n", cfg.Handler, gateMode, reason)

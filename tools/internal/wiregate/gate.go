@@ -87,6 +87,9 @@ type Gate struct {
 	// aborted (MongoDB's transactionLifetimeLimitSeconds; 0 means
 	// DefaultLifetime).
 	Lifetime time.Duration
+	// ReadWait bounds how long a read of what a transaction wrote waits
+	// for its end (0 means DefaultReadWait).
+	ReadWait time.Duration
 
 	locks     locks
 	slots     chan struct{} // writes in FerretDB at once (maxParallelWrites)
