@@ -229,10 +229,7 @@ func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writ
 		}
 	}
 	if write && !g.Off {
-		if lock {
-			defer g.locks.acquire(writeScope(name, req))()
-		}
-		defer g.slot()()
+		defer g.hold(name, req, lock)()
 		g.writes.Add(1)
 	}
 	if write && name == "update" {
@@ -275,6 +272,17 @@ func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writ
 			return nil
 		}
 	}
+}
+
+// hold takes a write's locks (unless lock is false: its transaction
+// holds the write side already), then a slot, and returns their release.
+func (g *Gate) hold(name string, req []byte, lock bool) (release func()) {
+	unlock := func() {}
+	if lock {
+		unlock = g.locks.acquire(writeScope(name, req))
+	}
+	free := g.slot()
+	return func() { free(); unlock() }
 }
 
 // maxParallelWrites bounds the writes FerretDB runs at once, per CPU. On
