@@ -117,3 +117,15 @@ func TestReadsWaitForATransactionBriefly(t *testing.T) {
 		t.Errorf("a read waited %v, want it to go once the transaction ended (20ms)", d)
 	}
 }
+
+func TestPipelinesThatWriteAreNotForTransactions(t *testing.T) {
+	for _, tc := range []struct {
+		stage string
+		want  bool
+	}{{"$match", false}, {"$out", true}, {"$merge", true}} {
+		b, _ := bson.Marshal(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: tc.stage, Value: "x"}}}}})
+		if got := writesThroughPipeline(command{name: "aggregate", body: b}); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.stage, got, tc.want)
+		}
+	}
+}

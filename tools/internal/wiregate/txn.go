@@ -95,7 +95,7 @@ func (g *Gate) inTransaction(cc *clientConn, c command, req []byte, u upstream) 
 	g.txMu.Lock()
 	t.conns[cc.id] = true
 	g.txMu.Unlock()
-	if !txnCommands[c.name] {
+	if !txnCommands[c.name] || writesThroughPipeline(c) {
 		g.abortTxn(s, &u)
 		return cc.reply(errorReply(c.requestID, codeNotSupportedInTxn, fmt.Sprintf("Cannot run '%s' in a multi-document transaction", c.name)))
 	}
@@ -376,6 +376,30 @@ func readNamespaces(c command) []string {
 		return nil
 	}
 	return []string{c.db + "." + c.coll}
+}
+
+// writesThroughPipeline reports an aggregate ending in $out or $merge,
+// which MongoDB refuses in a transaction (and which the gate could not
+// undo).
+func writesThroughPipeline(c command) bool {
+	if c.name != "aggregate" {
+		return false
+	}
+	arr, ok := c.body.Lookup("pipeline").ArrayOK()
+	if !ok {
+		return false
+	}
+	vals, _ := arr.Values()
+	for _, v := range vals {
+		st, _ := v.DocumentOK()
+		if _, err := st.LookupErr("$out"); err == nil {
+			return true
+		}
+		if _, err := st.LookupErr("$merge"); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupNamespaces are the other collections a pipeline reads.
