@@ -13,7 +13,13 @@
 // while holding the gate. Had the cursor's next getMore, or the handshake
 // of a new connection to send it, to wait for the gate, neither would
 // ever move. (drop and dropDatabase close the collection's cursors
-// first.)
+// first.) The one wait a read knows is for a transaction under way that
+// wrote its collection (txn.go); getMore and handshakes never wait, and a
+// transaction runs no DDL.
+//
+// The gate also answers as a replica set's primary (hello.go), and runs
+// sessions' retryable writes (session.go) and transactions (txn.go) on top
+// of FerretDB, which has neither.
 //
 // FerretDB v1 applies an update by reading the document, applying the
 // operators in Go and writing the whole document back, outside any lock
@@ -39,6 +45,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 )
@@ -76,12 +83,36 @@ type Gate struct {
 	// Off forwards without taking the lock, to show what the gate prevents.
 	Off bool
 	Log *slog.Logger
+	// Lifetime bounds a transaction: one still under way after it is
+	// aborted (MongoDB's transactionLifetimeLimitSeconds; 0 means
+	// DefaultLifetime).
+	Lifetime time.Duration
+	// ReadWait bounds how long a read of what a transaction wrote waits
+	// for its end (0 means DefaultReadWait).
+	ReadWait time.Duration
 
 	locks     locks
 	slots     chan struct{} // writes in FerretDB at once (maxParallelWrites)
 	slotsOnce sync.Once
 	writes    atomic.Int64
 	upstreams *connSet
+
+	connIDs  atomic.Int64
+	sessions sessions
+	txMu     sync.Mutex
+	active   *txn // the transaction under way (txn.go)
+}
+
+// clientConn is a client's connection as the gate's session code sees it.
+type clientConn struct {
+	id    int64
+	local string // the address the client dialled: hello's me
+	w     io.Writer
+}
+
+func (cc *clientConn) reply(resp []byte) error {
+	_, err := cc.w.Write(resp)
+	return err
 }
 
 // Writes returns how many write commands went through the gate.
@@ -128,21 +159,61 @@ func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
 	// waiting for an answer that never comes does not keep it waiting.
 	g.upstreams.add(up)
 	defer g.upstreams.remove(up)
-	cr, ur := bufio.NewReader(client), bufio.NewReader(up)
+	cc := &clientConn{id: g.connIDs.Add(1), local: client.LocalAddr().String(), w: client}
+	defer g.connGone(cc.id)
+	cr := bufio.NewReader(client)
+	u := upstream{conn: up, r: bufio.NewReader(up)}
 	for {
 		req, err := readMessage(cr)
 		if err != nil {
 			return err
 		}
-		if err := g.exchange(req, up, ur, client); err != nil {
+		if err := g.serve(cc, req, u); err != nil {
 			return err
 		}
 	}
 }
 
+// serve answers one request: a handshake as a replica set primary's, a
+// session's transaction or retryable write (session.go, txn.go), anything
+// else as exchange does.
+func (g *Gate) serve(cc *clientConn, req []byte, u upstream) error {
+	c := parseCommand(req)
+	switch {
+	case isHello(c.name) && !c.moreToCome:
+		if _, err := u.conn.Write(req); err != nil {
+			return err
+		}
+		resp, err := readMessage(u.r)
+		if err != nil {
+			return err
+		}
+		return cc.reply(asPrimary(resp, cc.local))
+	case c.name == "commitTransaction" || c.name == "abortTransaction":
+		return g.endTransaction(cc, c, u)
+	case c.inTxn:
+		return g.inTransaction(cc, c, req, u)
+	case c.hasTxn && c.lsid != "" && retryableWrites[c.name] && !c.moreToCome:
+		return g.retryableWrite(cc, c, req, u)
+	}
+	if c.hasTxn {
+		req = withoutFields(req, sessionFields)
+	}
+	if !c.write {
+		g.awaitTransaction(c)
+	}
+	return g.exchange(req, u.conn, u.r, cc.w)
+}
+
 // exchange forwards req and relays its answer, under the lock the request
 // needs.
-func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Conn) error {
+func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client io.Writer) error {
+	return g.forward(req, up, ur, client, true)
+}
+
+// forward forwards req and relays its answer; a write takes its lock
+// when lock is set (a transaction's command holds the write side already).
+func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writer, lock bool) error {
 	name, write, moreToCome := classify(req)
 	if name == "find" {
 		// A few values of an $in, one index lookup each (in.go).
@@ -158,8 +229,7 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 		}
 	}
 	if write && !g.Off {
-		defer g.locks.acquire(writeScope(name, req))()
-		defer g.slot()()
+		defer g.hold(name, req, lock)()
 		g.writes.Add(1)
 	}
 	if write && name == "update" {
@@ -202,6 +272,17 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 			return nil
 		}
 	}
+}
+
+// hold takes a write's locks (unless lock is false: its transaction
+// holds the write side already), then a slot, and returns their release.
+func (g *Gate) hold(name string, req []byte, lock bool) (release func()) {
+	unlock := func() {}
+	if lock {
+		unlock = g.locks.acquire(writeScope(name, req))
+	}
+	free := g.slot()
+	return func() { free(); unlock() }
 }
 
 // maxParallelWrites bounds the writes FerretDB runs at once, per CPU. On
