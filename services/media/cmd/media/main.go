@@ -87,7 +87,7 @@ func load(env *config.Env) (settings, error) {
 			MaxSize:      env.Int("MEDIA_MAX_UPLOAD_SIZE", media.DefaultMaxSize, 1, math.MaxInt64-(1<<30)),
 			AllowedTypes: env.List("MEDIA_ALLOWED_TYPES", media.DefaultAllowedTypes),
 			// Privacy: a phone photo carries where it was taken.
-			StripMetadata: env.Bool("MEDIA_STRIP_METADATA", false),
+			StripMetadata: env.Bool("MEDIA_STRIP_METADATA", true),
 		},
 		relay:      outbox.LoadRelayConfig(env),
 		renditions: loadRenditions(env),

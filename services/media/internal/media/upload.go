@@ -95,7 +95,7 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 	}
 	in := &meter{r: src, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
 	if slices.Contains(decodable, m.MimeType) {
-		in.header = readHeader()
+		in.header = readHeader(m.MimeType)
 		defer in.header.stop()
 	}
 	if err := s.blobs.Put(ctx, m.ObjectKey, m.MimeType, in); err != nil {
@@ -247,7 +247,7 @@ func (s *Service) sizeOlderImages(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("open %s to read its size: %w", m.ID, err))
 			continue
 		}
-		cfg, _, err := image.DecodeConfig(obj)
+		cfg, err := DecodeConfig(obj, m.MimeType)
 		_ = obj.Close()
 		w, h, err := checkImage(cfg, err)
 		if err != nil {
@@ -326,7 +326,7 @@ func (s *Service) bodyError(err error) error {
 	return &IncompleteError{Err: err}
 }
 
-// headerReader reads an image's header with image.DecodeConfig as the bytes
+// headerReader reads an image's size with DecodeConfig as the bytes
 // stream past: they are fed through a pipe to a goroutine until the decoder
 // has what it needs, so nothing is held but the decoder's own small buffers,
 // however far into the file the header ends (a JPEG's frame header may come
@@ -339,12 +339,12 @@ type headerReader struct {
 	fed  bool // false once the decoder stopped reading
 }
 
-func readHeader() *headerReader {
+func readHeader(mimeType string) *headerReader {
 	pr, pw := io.Pipe()
 	h := &headerReader{pw: pw, done: make(chan struct{}), fed: true}
 	go func() {
 		defer close(h.done)
-		h.cfg, _, h.err = image.DecodeConfig(pr)
+		h.cfg, h.err = DecodeConfig(pr, mimeType)
 		pr.CloseWithError(errHeaderRead) // later feeds return at once
 	}()
 	return h

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
 	"io"
 	"log/slog"
 	"time"
@@ -197,11 +196,13 @@ func (s *Service) source(ctx context.Context, m media.Media) ([]byte, error) {
 	if m.MimeType == "image/svg+xml" { // only when enabled (Renders); librsvg reads its size
 		return src, nil
 	}
-	return src, s.checkHeader(src)
+	return src, s.checkHeader(src, m.MimeType)
 }
 
-func (s *Service) checkHeader(src []byte) error {
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(src))
+// checkHeader reads the size libvips will decode (a GIF's frames may make
+// it larger than its header says: media.DecodeConfig).
+func (s *Service) checkHeader(src []byte, mimeType string) error {
+	cfg, err := media.DecodeConfig(bytes.NewReader(src), mimeType)
 	switch {
 	case err != nil:
 		return &NotRenderableError{Reason: "the image header cannot be read"}
