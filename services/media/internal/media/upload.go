@@ -94,6 +94,14 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 		src = stripped
 	}
 	in := &meter{r: src, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
+	if s.pdf != nil && m.MimeType == PDFType {
+		spool, err := newSpool()
+		if err != nil {
+			return Media{}, false, err
+		}
+		defer spool.remove()
+		in.spool = spool
+	}
 	if slices.Contains(decodable, m.MimeType) {
 		in.header = readHeader(m.MimeType)
 		defer in.header.stop()
@@ -110,6 +118,9 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 	m.Size, m.SHA256 = in.n, hex.EncodeToString(in.h.Sum(nil))
 	if want != nil && (m.Size != want.Size || m.SHA256 != want.SHA256) {
 		return Media{}, false, &DigestError{Size: m.Size, SHA256: m.SHA256, Want: *want}
+	}
+	if in.spool != nil {
+		s.inspectPDF(ctx, &m, in.spool)
 	}
 	// The stream is over: what is left is database calls, bounded as one.
 	ctx, cancel = context.WithTimeout(ctx, DBBudget)
@@ -288,6 +299,7 @@ type meter struct {
 	n      int64
 	h      hash.Hash
 	header *headerReader
+	spool  *spool // a PDF's bytes, for its inspection
 	fail   func(error) error
 	err    error
 }
@@ -306,6 +318,9 @@ func (m *meter) Read(p []byte) (int, error) {
 		return 0, m.err
 	}
 	m.h.Write(p[:n])
+	if m.spool != nil && m.spool.err == nil {
+		_, m.spool.err = m.spool.f.Write(p[:n])
+	}
 	if m.header != nil {
 		m.header.feed(p[:n])
 	}

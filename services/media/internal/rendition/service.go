@@ -59,6 +59,7 @@ type Service struct {
 	slots   chan struct{}
 	group   singleflight.Group
 	now     func() time.Time
+	pdf     PDFReader // nil: PDFs get no cover and no text
 }
 
 // NewService returns a Service; cfg's zero fields take their defaults.
@@ -79,6 +80,8 @@ func (s *Service) Renders(mimeType string) bool {
 		return true
 	case "image/svg+xml":
 		return s.cfg.SVG
+	case media.PDFType:
+		return s.pdf != nil
 	}
 	return false
 }
@@ -137,7 +140,12 @@ func (s *Service) make(ctx context.Context, m media.Media, spec Spec, key string
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, makeTimeout)
 	defer cancel()
-	src, err := s.source(ctx, m)
+	var src []byte
+	if m.MimeType == media.PDFType {
+		src, err = s.pdfCover(ctx, m, spec)
+	} else {
+		src, err = s.source(ctx, m)
+	}
 	if err != nil {
 		return made{}, err
 	}
@@ -151,11 +159,8 @@ func (s *Service) make(ctx context.Context, m media.Media, spec Spec, key string
 		s.log.WarnContext(ctx, "could not store a rendition; it is served unstored", "media_id", m.ID, "key", key, "error", err)
 		return mk, nil
 	}
-	if _, err := s.records.Get(ctx, m.ID); errors.Is(err, media.ErrNotFound) {
-		if err := s.blobs.Remove(ctx, key); err != nil {
-			s.log.WarnContext(ctx, "could not remove the rendition of a media deleted meanwhile", "key", key, "error", err)
-		}
-		return made{}, media.ErrNotFound
+	if err := s.goneMeanwhile(ctx, m, key); err != nil {
+		return made{}, err
 	}
 	return mk, nil
 }
