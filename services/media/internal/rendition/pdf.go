@@ -55,7 +55,7 @@ func coverPixels(pw, ph float64, s Spec) (int, int) {
 	default:
 		scale = min(sw, sh)
 	}
-	w, h := math.Ceil(pw*scale), math.Ceil(ph*scale)
+	w, h := math.Round(pw*scale), math.Round(ph*scale)
 	if w*h > maxCoverPixels {
 		f := math.Sqrt(maxCoverPixels / (w * h))
 		w, h = math.Floor(w*f), math.Floor(h*f)

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // envLimits carries the limits to the re-executed binary: "as:cpu".
@@ -55,18 +56,6 @@ func become(spec string, args []string) error {
 	if !ok || err1 != nil || err2 != nil || len(args) == 0 {
 		return fmt.Errorf("bad limits %q or no tool", spec)
 	}
-	for _, l := range []struct {
-		res int
-		max uint64
-	}{
-		{syscall.RLIMIT_AS, mem}, {syscall.RLIMIT_CPU, secs}, {syscall.RLIMIT_CORE, 0},
-		{syscall.RLIMIT_FSIZE, 0}, // output goes to a pipe; no file is written
-		{syscall.RLIMIT_NOFILE, 64},
-	} {
-		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.max, Max: l.max}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", l.res, err)
-		}
-	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		return err
@@ -77,7 +66,34 @@ func become(spec string, args []string) error {
 			env = append(env, kv)
 		}
 	}
-	return syscall.Exec(path, args, env)
+	pathp, err1 := syscall.BytePtrFromString(path)
+	argvp, err2 := syscall.SlicePtrFromStrings(args)
+	envp, err3 := syscall.SlicePtrFromStrings(env)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		res int
+		max uint64
+	}{
+		{syscall.RLIMIT_CPU, secs}, {syscall.RLIMIT_CORE, 0},
+		{syscall.RLIMIT_FSIZE, 0}, // output goes to a pipe; no file is written
+		{syscall.RLIMIT_NOFILE, 64},
+	} {
+		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.max, Max: l.max}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		}
+	}
+	// The address space last, and then nothing that may allocate until the
+	// tool replaces this process: the Go runtime already maps more than a
+	// tool's bound may allow, so a growth of its heap would fail.
+	rlim := syscall.Rlimit{Cur: mem, Max: mem}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, syscall.RLIMIT_AS, uintptr(unsafe.Pointer(&rlim)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("setrlimit address space: %w", e)
+	}
+	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return fmt.Errorf("exec %s: %w", path, e)
 }
 
 // Failure is a run that did not succeed: the tool exited with an error,
