@@ -12,7 +12,7 @@ const textType = "text/plain; charset=utf-8"
 
 // text answers GET /public/medias/:id/text: the words of a PDF, for an
 // app's own search, extracted once and stored; compressed as the client
-// accepts (gzip, zstd, br), with a strong ETag (the SHA-256 of the text)
+// accepts (gzip, zstd, br), with a strong ETag (a digest of the text)
 // and 304 for it. It is revalidated (no-cache), not immutable: a later
 // version of the extractor may read more of a PDF.
 func (h *Handler) text(c *gin.Context) {
@@ -29,5 +29,5 @@ func (h *Handler) text(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	rendering.NewWithETag(textType, t.Body, `"`+t.SHA256+`"`).Serve(c.Writer, c.Request, rendering.Public)
+	rendering.New(textType, t.Body).Serve(c.Writer, c.Request, rendering.Public)
 }
