@@ -42,8 +42,9 @@ help:
 # Checked with dpkg; only the missing ones are installed.
 # libvips-dev: the media service's image renditions (cgo, through govips);
 # libvips-tools: the vipsthumbnail the rendition benchmark compares with.
+# poppler-utils: pdfinfo, pdftoppm and pdftotext, which read PDFs for media (covers, text).
 # time: GNU time, doclib's peak RSS in TestHugeMediaStreams and the export benchmark.
-DEBS_DEV   := libvips-dev
+DEBS_DEV   := libvips-dev poppler-utils
 DEBS_TEST  := $(DEBS_DEV) chromium time
 DEBS_BENCH := $(DEBS_DEV) nginx-light wrk libvips-tools time
 

@@ -200,6 +200,7 @@ func table() []Route {
 		// media
 		{"GET", "/public/medias/:id", Media, NoBody},
 		{"GET", "/public/medias/:id/download", Media, NoBody},
+		{"GET", "/public/medias/:id/text", Media, NoBody},
 		{"GET", "/bo/medias", Media, NoBody},
 		{"POST", "/bo/medias", Media, Upload},
 		{"GET", "/bo/medias/:id", Media, NoBody},

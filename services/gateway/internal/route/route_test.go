@@ -36,6 +36,7 @@ func TestTable(t *testing.T) {
 		{"POST", "/bo/documents/:id/restore", cat, route.NoBody},
 		{"GET", "/public/medias/:id", med, route.NoBody},
 		{"GET", "/public/medias/:id/download", med, route.NoBody},
+		{"GET", "/public/medias/:id/text", med, route.NoBody},
 		{"GET", "/bo/medias", med, route.NoBody},
 		{"POST", "/bo/medias", med, route.Upload},
 		{"GET", "/bo/medias/:id", med, route.NoBody},

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -28,8 +29,10 @@ import (
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/miniostore"
 	"github.com/doclib/services/media/internal/media/mongostore"
+	"github.com/doclib/services/media/internal/pdf"
 	"github.com/doclib/services/media/internal/rendition"
 	"github.com/doclib/services/media/internal/rendition/vipsimage"
+	"github.com/doclib/services/media/internal/sandbox"
 	"github.com/doclib/services/media/internal/usage"
 )
 
@@ -43,7 +46,12 @@ const sweepEvery = time.Minute
 // without it (the object store is down: it is made once it is back).
 const bucketWait = 5 * time.Second
 
-func main() { startup.Main(service, run) }
+// main first becomes a sandboxed PDF tool when this binary was started
+// again as one (package sandbox).
+func main() {
+	sandbox.Main()
+	startup.Main(service, run)
+}
 
 type settings struct {
 	server      httpx.ServerConfig
@@ -58,6 +66,8 @@ type settings struct {
 	s3                   miniostore.Config
 	media                media.Config
 	renditions           rendition.Config
+	pdf                  pdf.Config
+	pdfEnabled           bool
 	relay                outbox.RelayConfig
 }
 
@@ -87,10 +97,18 @@ func load(env *config.Env) (settings, error) {
 			MaxSize:      env.Int("MEDIA_MAX_UPLOAD_SIZE", media.DefaultMaxSize, 1, math.MaxInt64-(1<<30)),
 			AllowedTypes: env.List("MEDIA_ALLOWED_TYPES", media.DefaultAllowedTypes),
 			// Privacy: a phone photo carries where it was taken.
-			StripMetadata: env.Bool("MEDIA_STRIP_METADATA", false),
+			StripMetadata: env.Bool("MEDIA_STRIP_METADATA", true),
 		},
 		relay:      outbox.LoadRelayConfig(env),
 		renditions: loadRenditions(env),
+		pdfEnabled: env.Bool("PDF_ENABLED", true),
+		pdf: pdf.Config{
+			Memory:   env.Int("PDF_MAX_MEMORY", pdf.DefaultMemory, 64<<20, 1<<40),
+			CPU:      env.Duration("PDF_MAX_CPU", pdf.DefaultCPU),
+			Timeout:  env.Duration("PDF_TIMEOUT", pdf.DefaultTimeout),
+			MaxPages: int(env.Int("PDF_TEXT_MAX_PAGES", pdf.DefaultMaxPages, 1, 1_000_000)),
+			MaxText:  env.Int("PDF_TEXT_MAX_BYTES", pdf.DefaultMaxText, 1<<10, 1<<30),
+		},
 	}
 	if strings.Contains(s.s3.Endpoint, "://") || strings.Contains(s.s3.Endpoint, "/") {
 		env.Check("S3_ENDPOINT", errors.New("must be host:port, without a scheme or a path (TLS is S3_USE_TLS)"))
@@ -169,6 +187,10 @@ func run(ctx context.Context) error {
 	// sweep removes what older ones left.
 	cfg.media.MaxUploadTime = cfg.server.ReadTimeout
 	svc := media.NewService(store, blobs, usage.New(cfg.catalogURL), cfg.media, log)
+	pdfReader := pdfReader(cfg, log)
+	if pdfReader != nil {
+		svc.WithPDF(pdfReader)
+	}
 	// Several replicas may sweep at once: it is idempotent.
 	stopSweep := periodic.Start(ctx, log, "sweep", sweepEvery, svc.Sweep)
 	defer stopSweep()
@@ -199,9 +221,25 @@ func run(ctx context.Context) error {
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	renditions := rendition.NewService(cfg.renditions, blobs, svc, vipsimage.New(log), log)
+	if pdfReader != nil {
+		renditions.WithPDF(pdfReader)
+	}
 	httpapi.New(svc, store, log, relay.Nudge).WithRenditions(renditions).Register(engine)
 
 	return httpx.Serve(ctx, log, cfg.server, bound(engine), health)
+}
+
+// pdfReader is the reader of PDFs' pages and text, or nil when PDFs are
+// not read (PDF_ENABLED=false, or poppler-utils missing: said once).
+func pdfReader(cfg settings, log *slog.Logger) *pdf.Reader {
+	if !cfg.pdfEnabled {
+		return nil
+	}
+	if err := pdf.Available(); err != nil {
+		log.Warn("PDFs get no page count, cover or text", "error", err)
+		return nil
+	}
+	return pdf.NewReader(cfg.pdf)
 }
 
 // isUpload reports the upload, whose body streams: it is digested as it

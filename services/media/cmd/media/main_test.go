@@ -24,7 +24,7 @@ func TestLoad(t *testing.T) {
 	}
 	if s.server.Addr != ":8083" || s.database != "media" || s.s3.Bucket != "doclib-media" || s.s3.Region != "us-east-1" ||
 		s.s3.UseTLS || s.media.MaxSize != 104857600 || len(s.media.AllowedTypes) != 2 || s.s3.SecretKey != "very-secret" ||
-		s.server.WriteTimeout != 30*time.Minute || s.server.ReadHeaderTimeout == 0 {
+		s.server.WriteTimeout != 30*time.Minute || s.server.ReadHeaderTimeout == 0 || !s.media.StripMetadata {
 		t.Errorf("settings %+v", s)
 	}
 	if shown := fmt.Sprint(env.Attrs()...); strings.Contains(shown, "very-secret") || strings.Contains(shown, "identity-key") {

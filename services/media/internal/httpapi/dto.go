@@ -18,6 +18,12 @@ type (
 		// Width and Height: images only (CONTRACT.md §10).
 		Width  int `json:"width,omitempty"`
 		Height int `json:"height,omitempty"`
+		// PageCount, PageWidth and PageHeight: PDFs only (points).
+		PageCount  int     `json:"pageCount,omitempty"`
+		PageWidth  float64 `json:"pageWidth,omitempty"`
+		PageHeight float64 `json:"pageHeight,omitempty"`
+		// Text: the public URL of a PDF's text.
+		Text string `json:"text,omitempty"`
 		// Renditions: the download URL of each preset, images only.
 		Renditions map[string]string `json:"renditions,omitempty"`
 	}
@@ -36,8 +42,12 @@ type (
 )
 
 func (h *Handler) toFileMedia(m media.Media) fileMedia {
-	return fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, SHA256: m.SHA256, Width: m.Width, Height: m.Height,
-		Renditions: h.presetLinks(m)}
+	f := fileMedia{ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, SHA256: m.SHA256, Width: m.Width, Height: m.Height,
+		PageCount: m.Pages, PageWidth: m.PageWidth, PageHeight: m.PageHeight, Renditions: h.presetLinks(m)}
+	if h.renditions != nil && m.MimeType == media.PDFType && h.renditions.Renders(m.MimeType) {
+		f.Text = "/public/medias/" + m.ID + "/text"
+	}
+	return f
 }
 
 // presetLinks are the public download URLs of every preset of m, when m

@@ -37,10 +37,15 @@ import (
 	"github.com/doclib/services/media/internal/media/miniostore"
 	"github.com/doclib/services/media/internal/media/mongostore"
 	"github.com/doclib/services/media/internal/rendition"
+	"github.com/doclib/services/media/internal/sandbox"
 	"github.com/doclib/services/media/internal/usage"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+// TestMain: this binary also runs the sandboxed PDF tools (package sandbox).
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	testkit.Main(m)
+}
 
 // catalog fakes the catalog's GET /internal/media-usage/:id.
 type catalog struct {

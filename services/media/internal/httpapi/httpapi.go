@@ -99,6 +99,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	b := r.Group("", httpx.Budget(httpx.RequestBudget))
 	httpx.GET(b, "/public/medias/:id", h.publicMedia)
 	h.downloads(r, "/public/medias/:id/download", publicCache)
+	httpx.GET(r, "/public/medias/:id/text", h.text)
 
 	httpx.GET(b, "/bo/medias", h.list)
 	r.POST("/bo/medias", h.changed, h.upload)
@@ -320,9 +321,14 @@ func fail(c *gin.Context, err error) {
 				With("Retry-After", "5")
 		case errors.As(err, &params):
 			return problem.Validation("the rendition parameters are invalid", fieldErrors(params))
+		case errors.As(err, &unrenderable) && strings.HasSuffix(c.FullPath(), "/text"):
+			return problem.New(http.StatusUnprocessableEntity, "text_not_readable",
+				"the text of this PDF cannot be read: "+unrenderable.Reason+"; the original is served as it is")
 		case errors.As(err, &unrenderable):
 			return problem.New(http.StatusUnprocessableEntity, "image_not_renderable",
-				"no rendition can be made of this image: "+unrenderable.Reason+"; the original is served without parameters")
+				"no rendition can be made of this file: "+unrenderable.Reason+"; the original is served without parameters")
+		case errors.Is(err, rendition.ErrNoText):
+			return problem.NotFound(fmt.Sprintf("media '%s' has no text: only PDFs have one", c.Param("id")))
 		case errors.Is(err, rendition.ErrBusy):
 			return problem.Unavailable("too many renditions are being made; try again shortly").With("Retry-After", "2")
 		case errors.Is(err, media.ErrStorageUnavailable):

@@ -100,7 +100,10 @@ func (h *Handler) importRecord(c *gin.Context, mr *multipart.Reader) (media.Medi
 }
 
 func failImport(c *gin.Context, err error) {
-	var digest *media.DigestError
+	var (
+		digest   *media.DigestError
+		mismatch *media.TypeMismatchError
+	)
 	switch {
 	case errors.Is(err, media.ErrImportConflict):
 		httpx.Abort(c, err, func(err error) *problem.Problem { return problem.Conflict("import_conflict", err.Error()) })
@@ -108,6 +111,12 @@ func failImport(c *gin.Context, err error) {
 		httpx.Abort(c, err, func(err error) *problem.Problem {
 			p := problem.Validation("the file is not the one its record names", []problem.FieldError{{Field: "file", Message: err.Error()}})
 			p.Code = "digest_mismatch"
+			return p
+		})
+	case errors.As(err, &mismatch):
+		httpx.Abort(c, err, func(err error) *problem.Problem {
+			p := problem.Validation("the file is not of the type its record names", []problem.FieldError{{Field: "file", Message: err.Error()}})
+			p.Code = "type_mismatch"
 			return p
 		})
 	case errors.Is(err, media.ErrInvalidImport):

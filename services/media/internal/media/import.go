@@ -23,6 +23,14 @@ func (e *DigestError) Error() string {
 	return fmt.Sprintf("the file has %d bytes, SHA-256 %s; its record says %d bytes, %s", e.Size, e.SHA256, e.Want.Size, e.Want.SHA256)
 }
 
+// TypeMismatchError is an import whose bytes are of another type than its
+// record names (the bytes decide the type, as at upload).
+type TypeMismatchError struct{ Detected, Want string }
+
+func (e *TypeMismatchError) Error() string {
+	return fmt.Sprintf("the file is %s; its record says %s", e.Detected, e.Want)
+}
+
 // Import stores a media as an export read it (`doclib import`): its id,
 // name, dates and authors as given, its bytes streamed from r, which must
 // have the record's size and SHA-256 (else a *DigestError and nothing
@@ -51,7 +59,7 @@ func (s *Service) Import(ctx context.Context, rec Media, r io.Reader) (Media, bo
 		return Media{}, false, err
 	}
 	if mimeType != rec.MimeType {
-		return Media{}, false, &DigestError{Want: rec, SHA256: "of type " + mimeType}
+		return Media{}, false, &TypeMismatchError{Detected: mimeType, Want: rec.MimeType}
 	}
 	m := rec
 	m.ObjectKey, m.Width, m.Height, m.Deleting = newObjectKey(), 0, 0, false

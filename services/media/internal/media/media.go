@@ -31,8 +31,13 @@ type Media struct {
 	// Width and Height are an image's size in pixels, read from its header
 	// (0 for other files, and for images stored before they were read).
 	Width, Height int
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Pages is a PDF's page count, PageWidth and PageHeight its first
+	// page's size in points (1/72 inch), as shown; 0 for other files and
+	// for PDFs that could not be read.
+	Pages                 int
+	PageWidth, PageHeight float64
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
 	// CreatedBy and UpdatedBy name the back-office caller who uploaded the
 	// file (identity.Name); a media is never changed after, so they are the
 	// same. Empty for records made before names were recorded.
@@ -202,6 +207,12 @@ func RenditionPrefix(sha256 string) string { return "renditions/" + sha256 + "/"
 // Object is an opened blob: seekable so ranges can be served.
 type Object interface {
 	io.ReadSeekCloser
+}
+
+// PDFInspector reads what a PDF says of itself (package pdf does, in a
+// sandbox): the page count and the first page's size.
+type PDFInspector interface {
+	Inspect(ctx context.Context, path string) (pages int, width, height float64, err error)
 }
 
 // Usage is what the catalog says about one media.

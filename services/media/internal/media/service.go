@@ -62,6 +62,14 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
+	pdf   PDFInspector // nil: PDFs get no page count
+}
+
+// WithPDF makes uploads of PDFs read their page count and first page's
+// size with p.
+func (s *Service) WithPDF(p PDFInspector) *Service {
+	s.pdf = p
+	return s
 }
 
 // NewService returns a Service. Zero Config fields take the defaults.

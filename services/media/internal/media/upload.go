@@ -94,8 +94,16 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 		src = stripped
 	}
 	in := &meter{r: src, max: s.cfg.MaxSize, h: sha256.New(), fail: s.bodyError}
+	if s.pdf != nil && m.MimeType == PDFType {
+		spool, err := newSpool()
+		if err != nil {
+			return Media{}, false, err
+		}
+		defer spool.remove()
+		in.spool = spool
+	}
 	if slices.Contains(decodable, m.MimeType) {
-		in.header = readHeader()
+		in.header = readHeader(m.MimeType)
 		defer in.header.stop()
 	}
 	if err := s.blobs.Put(ctx, m.ObjectKey, m.MimeType, in); err != nil {
@@ -110,6 +118,9 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 	m.Size, m.SHA256 = in.n, hex.EncodeToString(in.h.Sum(nil))
 	if want != nil && (m.Size != want.Size || m.SHA256 != want.SHA256) {
 		return Media{}, false, &DigestError{Size: m.Size, SHA256: m.SHA256, Want: *want}
+	}
+	if in.spool != nil {
+		s.inspectPDF(ctx, &m, in.spool)
 	}
 	// The stream is over: what is left is database calls, bounded as one.
 	ctx, cancel = context.WithTimeout(ctx, DBBudget)
@@ -247,7 +258,7 @@ func (s *Service) sizeOlderImages(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("open %s to read its size: %w", m.ID, err))
 			continue
 		}
-		cfg, _, err := image.DecodeConfig(obj)
+		cfg, err := DecodeConfig(obj, m.MimeType)
 		_ = obj.Close()
 		w, h, err := checkImage(cfg, err)
 		if err != nil {
@@ -288,6 +299,7 @@ type meter struct {
 	n      int64
 	h      hash.Hash
 	header *headerReader
+	spool  *spool // a PDF's bytes, for its inspection
 	fail   func(error) error
 	err    error
 }
@@ -306,6 +318,9 @@ func (m *meter) Read(p []byte) (int, error) {
 		return 0, m.err
 	}
 	m.h.Write(p[:n])
+	if m.spool != nil && m.spool.err == nil {
+		_, m.spool.err = m.spool.f.Write(p[:n])
+	}
 	if m.header != nil {
 		m.header.feed(p[:n])
 	}
@@ -326,7 +341,7 @@ func (s *Service) bodyError(err error) error {
 	return &IncompleteError{Err: err}
 }
 
-// headerReader reads an image's header with image.DecodeConfig as the bytes
+// headerReader reads an image's size with DecodeConfig as the bytes
 // stream past: they are fed through a pipe to a goroutine until the decoder
 // has what it needs, so nothing is held but the decoder's own small buffers,
 // however far into the file the header ends (a JPEG's frame header may come
@@ -339,12 +354,12 @@ type headerReader struct {
 	fed  bool // false once the decoder stopped reading
 }
 
-func readHeader() *headerReader {
+func readHeader(mimeType string) *headerReader {
 	pr, pw := io.Pipe()
 	h := &headerReader{pw: pw, done: make(chan struct{}), fed: true}
 	go func() {
 		defer close(h.done)
-		h.cfg, _, h.err = image.DecodeConfig(pr)
+		h.cfg, h.err = DecodeConfig(pr, mimeType)
 		pr.CloseWithError(errHeaderRead) // later feeds return at once
 	}()
 	return h

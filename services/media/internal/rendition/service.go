@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
 	"io"
 	"log/slog"
 	"time"
@@ -60,6 +59,7 @@ type Service struct {
 	slots   chan struct{}
 	group   singleflight.Group
 	now     func() time.Time
+	pdf     PDFReader // nil: PDFs get no cover and no text
 }
 
 // NewService returns a Service; cfg's zero fields take their defaults.
@@ -80,6 +80,8 @@ func (s *Service) Renders(mimeType string) bool {
 		return true
 	case "image/svg+xml":
 		return s.cfg.SVG
+	case media.PDFType:
+		return s.pdf != nil
 	}
 	return false
 }
@@ -138,7 +140,12 @@ func (s *Service) make(ctx context.Context, m media.Media, spec Spec, key string
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, makeTimeout)
 	defer cancel()
-	src, err := s.source(ctx, m)
+	var src []byte
+	if m.MimeType == media.PDFType {
+		src, err = s.pdfCover(ctx, m, spec)
+	} else {
+		src, err = s.source(ctx, m)
+	}
 	if err != nil {
 		return made{}, err
 	}
@@ -152,11 +159,8 @@ func (s *Service) make(ctx context.Context, m media.Media, spec Spec, key string
 		s.log.WarnContext(ctx, "could not store a rendition; it is served unstored", "media_id", m.ID, "key", key, "error", err)
 		return mk, nil
 	}
-	if _, err := s.records.Get(ctx, m.ID); errors.Is(err, media.ErrNotFound) {
-		if err := s.blobs.Remove(ctx, key); err != nil {
-			s.log.WarnContext(ctx, "could not remove the rendition of a media deleted meanwhile", "key", key, "error", err)
-		}
-		return made{}, media.ErrNotFound
+	if err := s.goneMeanwhile(ctx, m, key); err != nil {
+		return made{}, err
 	}
 	return mk, nil
 }
@@ -197,11 +201,13 @@ func (s *Service) source(ctx context.Context, m media.Media) ([]byte, error) {
 	if m.MimeType == "image/svg+xml" { // only when enabled (Renders); librsvg reads its size
 		return src, nil
 	}
-	return src, s.checkHeader(src)
+	return src, s.checkHeader(src, m.MimeType)
 }
 
-func (s *Service) checkHeader(src []byte) error {
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(src))
+// checkHeader reads the size libvips will decode (a GIF's frames may make
+// it larger than its header says: media.DecodeConfig).
+func (s *Service) checkHeader(src []byte, mimeType string) error {
+	cfg, err := media.DecodeConfig(bytes.NewReader(src), mimeType)
 	switch {
 	case err != nil:
 		return &NotRenderableError{Reason: "the image header cannot be read"}

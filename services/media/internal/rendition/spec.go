@@ -244,7 +244,7 @@ func (c Config) resolve(format, accept, srcType string) string {
 		return format
 	}
 	switch srcType {
-	case "image/jpeg":
+	case "image/jpeg", media.PDFType: // a page: JPEG is the smaller
 		return JPEG
 	case "image/webp":
 		return WebP

@@ -134,6 +134,10 @@ type mediaDoc struct {
 	Digest    string `bson:"digest"`
 	Width     int    `bson:"width,omitempty"`
 	Height    int    `bson:"height,omitempty"`
+	// A PDF's page count and first page's size (points).
+	Pages      int     `bson:"pages,omitempty"`
+	PageWidth  float64 `bson:"pageWidth,omitempty"`
+	PageHeight float64 `bson:"pageHeight,omitempty"`
 	// Sized is set (false) on an image whose header could not be read when
 	// an older record was sized, so it is not tried again.
 	Sized      *bool      `bson:"sized,omitempty"`
@@ -150,6 +154,7 @@ func toDoc(m media.Media) mediaDoc {
 	return mediaDoc{
 		ID: m.ID, Name: m.Name, MimeType: m.MimeType, Size: m.Size, ObjectKey: m.ObjectKey, SHA256: m.SHA256,
 		Digest: digestOf(m.SHA256), Width: m.Width, Height: m.Height,
+		Pages: m.Pages, PageWidth: m.PageWidth, PageHeight: m.PageHeight,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, CreatedBy: m.CreatedBy, UpdatedBy: m.UpdatedBy,
 	}
 }
@@ -157,7 +162,7 @@ func toDoc(m media.Media) mediaDoc {
 func (d mediaDoc) domain() media.Media {
 	return media.Media{
 		ID: d.ID, Name: d.Name, MimeType: d.MimeType, Size: d.Size, ObjectKey: d.ObjectKey, SHA256: d.SHA256,
-		Width: d.Width, Height: d.Height,
+		Width: d.Width, Height: d.Height, Pages: d.Pages, PageWidth: d.PageWidth, PageHeight: d.PageHeight,
 		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy,
 		Deleting: d.DeletingAt != nil,
 	}

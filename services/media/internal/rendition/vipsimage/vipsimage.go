@@ -4,6 +4,7 @@
 package vipsimage
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -44,9 +45,15 @@ func (Imager) Render(src []byte, s rendition.Spec) ([]byte, error) {
 	if s.Fit == rendition.FitCover {
 		crop = vips.InterestingCentre
 	}
-	img, err := vips.NewThumbnailWithSizeFromBuffer(src, w, h, crop, vips.SizeDown)
+	// fail=true: a truncated or corrupt image is an error, not a picture
+	// with its missing part grey (libvips' default is to carry on). Not
+	// for GIF, whose loader also fails on mere warnings (over 4,096
+	// frames), where a browser shows the first frame.
+	load := &vips.ImportParams{}
+	load.FailOnError.Set(!bytes.HasPrefix(src, []byte("GIF8")))
+	img, err := vips.LoadThumbnailFromBuffer(src, w, h, crop, vips.SizeDown, load)
 	if err != nil {
-		return nil, &rendition.NotRenderableError{Reason: "the image data cannot be decoded"}
+		return nil, errUndecodable
 	}
 	defer img.Close()
 	if s.Fit == rendition.FitContain && (img.Width() < s.W || img.Height() < s.H) {
@@ -59,12 +66,15 @@ func (Imager) Render(src []byte, s rendition.Spec) ([]byte, error) {
 	if err := img.RemoveMetadata(); err != nil {
 		return nil, fmt.Errorf("remove metadata: %w", err)
 	}
+	// libvips decodes lazily: a broken image shows itself only here.
 	out, err := export(img, s)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", s.Format, err)
+		return nil, errUndecodable
 	}
 	return out, nil
 }
+
+var errUndecodable = &rendition.NotRenderableError{Reason: "the image data cannot be decoded (the file is damaged or cut short)"}
 
 func side(n int) int {
 	if n == 0 {
