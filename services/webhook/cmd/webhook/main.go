@@ -24,6 +24,7 @@ import (
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/startup"
+	"github.com/doclib/libs/startup/database"
 	"github.com/doclib/services/webhook/internal/delivery"
 	deliverystore "github.com/doclib/services/webhook/internal/delivery/mongostore"
 	"github.com/doclib/services/webhook/internal/destination"
@@ -100,17 +101,20 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel)
 	if err != nil {
 		return err
 	}
 	defer proc.Stop()
 	log := proc.Log
-	db := proc.DB
+	db, err := database.Open(proc, cfg.mongoURI)
+	if err != nil {
+		return err
+	}
 
 	subStore := mongostore.New(db.Database(cfg.database))
 	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
-	if err := startup.EnsureIndexes(ctx, dStore); err != nil {
+	if err := database.EnsureIndexes(ctx, dStore); err != nil {
 		return err
 	}
 
