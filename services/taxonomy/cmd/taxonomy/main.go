@@ -94,6 +94,9 @@ func run(ctx context.Context) error {
 	if err := database.EnsureIndexes(ctx, store); err != nil {
 		return err
 	}
+	if err := store.RekeyNames(ctx, log); err != nil {
+		return err
+	}
 
 	bus, err := events.Open(ctx, cfg.natsURL, service, log)
 	if err != nil {
