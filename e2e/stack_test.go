@@ -158,7 +158,8 @@ func newStack(t testing.TB, extra map[string][]string, logDir string) *Stack {
 			"TAXONOMY_URL=" + url("taxonomy"), "MEDIA_URL=" + url("media")},
 		// Tests start their receivers on loopback, over plain http.
 		"webhook": {"MONGODB_URI=" + mongoURI, "MONGODB_DATABASE=" + name + "wh", "NATS_URL=" + natsURL,
-			"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128"},
+			"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128",
+			"WEBHOOK_SECRET_KEY=doclib-e2e-webhook-secret-key-not-a-secret"},
 		// The back-office console, served at /console/ on the admin listener.
 		"console": {"CONSOLE_API_URL=" + url(gatewayAdmin), "CONSOLE_ORIGIN=" + url(gatewayAdmin), "CONSOLE_TOKEN_SIGNIN=true"},
 		"gateway": {"TAXONOMY_URL=" + url("taxonomy"), "CATALOG_URL=" + url("catalog"), "MEDIA_URL=" + url("media"),

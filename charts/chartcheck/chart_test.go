@@ -75,6 +75,13 @@ func TestRenders(t *testing.T) {
 			if key := secret(t, m, "doclib-identity").Data["identity-signing-key"]; len(key) < 32 {
 				t.Errorf("the generated identity key has %d bytes, want 32 or more", len(key))
 			}
+			wk := secret(t, m, "doclib-webhook-secret-key")
+			if key := wk.Data["webhook-secret-key"]; len(key) < 32 {
+				t.Errorf("the generated webhook secret key has %d bytes, want 32 or more", len(key))
+			}
+			if wk.Annotations["helm.sh/resource-policy"] != "keep" {
+				t.Error("the webhook secret key's Secret is not kept by helm uninstall: the sealed secrets would be lost with it")
+			}
 		}},
 		{file: "hpa-values.yaml", existing: []string{"doclib-s3"}, check: func(t *testing.T, m *manifests) {
 			wantCount(t, "HPAs", len(m.hpas), 5)
@@ -90,7 +97,7 @@ func TestRenders(t *testing.T) {
 				}
 			}
 		}},
-		{file: "networkpolicy-values.yaml", existing: []string{"doclib-mongodb", "doclib-minio", "doclib-bo", "doclib-identity-existing"}, check: func(t *testing.T, m *manifests) {
+		{file: "networkpolicy-values.yaml", existing: []string{"doclib-mongodb", "doclib-minio", "doclib-bo", "doclib-identity-existing", "doclib-webhook-secret-key-existing"}, check: func(t *testing.T, m *manifests) {
 			wantCount(t, "NetworkPolicies", len(m.netpols), 5)
 			wantCount(t, "PDBs (taxonomy has one replica)", len(m.pdbs), 4)
 			wantCount(t, "Secrets made by the chart", len(m.secrets), 0)
@@ -230,6 +237,7 @@ func checkCommon(t *testing.T, m *manifests, existingSecrets []string) {
 	}
 	checkIngresses(t, m)
 	checkIdentityKey(t, m)
+	checkWebhookSecretKey(t, m)
 	checkHelmTest(t, m)
 	checkNetworkPolicies(t, m)
 	checkMetricsNotRouted(t, m)
@@ -383,6 +391,26 @@ func checkIdentityKey(t *testing.T, m *manifests) {
 	}
 	if len(refs) != 1 {
 		t.Errorf("the services read the identity key from %v, want one Secret key", refs)
+	}
+}
+
+// checkWebhookSecretKey: the webhook service reads the key its signing
+// secrets are sealed with, and the keys that only open them, from a
+// Secret (the latter optional).
+func checkWebhookSecretKey(t *testing.T, m *manifests) {
+	t.Helper()
+	refs := map[string]*corev1.SecretKeySelector{}
+	for _, e := range deployment(t, m, "webhook").Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			refs[e.Name] = e.ValueFrom.SecretKeyRef
+		}
+	}
+	key, others := refs["WEBHOOK_SECRET_KEY"], refs["WEBHOOK_SECRET_DECRYPTION_KEYS"]
+	if key == nil || (key.Optional != nil && *key.Optional) {
+		t.Errorf("webhook has no WEBHOOK_SECRET_KEY from a Secret, required (%+v)", key)
+	}
+	if others == nil || others.Optional == nil || !*others.Optional || key != nil && others.Name != key.Name {
+		t.Errorf("webhook WEBHOOK_SECRET_DECRYPTION_KEYS: %+v, want the same Secret, optional", others)
 	}
 }
 

@@ -3,41 +3,41 @@ package startup
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/doclib/libs/config"
 )
 
-type failing struct{ err error }
-
-func (f failing) EnsureIndexes(context.Context) error { return f.err }
-
-func TestEnsureIndexesNamesTheDatabase(t *testing.T) {
-	ctx := context.Background()
-	if err := EnsureIndexes(ctx, failing{}, failing{}); err != nil {
-		t.Fatalf("no failure: %v", err)
-	}
-	cause := errors.New("server selection timeout")
-	err := EnsureIndexes(ctx, failing{}, failing{cause})
-	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "MONGODB_URI") {
-		t.Fatalf("error %v: want the cause, worded as the database out of reach", err)
-	}
-}
-
-func TestBeginWithoutADatabase(t *testing.T) {
-	p, err := Begin(context.Background(), "test", config.FromEnviron(), "error", "")
+func TestBeginAndStopInReverseOrder(t *testing.T) {
+	p, err := Begin(context.Background(), "test", config.FromEnviron(), "error")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Log == nil || p.DB != nil {
-		t.Fatalf("process %+v: want a logger and no database", p)
+	if p.Log == nil {
+		t.Fatal("no logger")
 	}
+	var order []string
+	p.OnStop("first", func(context.Context) error { order = append(order, "first"); return nil })
+	p.OnStop("second", func(context.Context) error { order = append(order, "second"); return errors.New("logged, not fatal") })
 	p.Stop()
+	if strings.Join(order, ",") != "second,first" {
+		t.Fatalf("stopped %v, want the last registered first", order)
+	}
 }
 
-func TestBeginRefusesABadURI(t *testing.T) {
-	if _, err := Begin(context.Background(), "test", config.FromEnviron(), "error", "mongodb://%zz"); err == nil {
-		t.Fatal("a URI that does not parse started")
+// A service without a database (the gateway, the console) links this
+// package: it must not bring the MongoDB driver with it (it did, 44
+// packages, when it opened every service's client).
+func TestLinksNoDatabaseDriver(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "go.mongodb.org/") || pkg == "github.com/doclib/libs/mongox" {
+			t.Errorf("package startup depends on %s", pkg)
+		}
 	}
 }

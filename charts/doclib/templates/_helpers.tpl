@@ -107,6 +107,15 @@ default
 {{- define "doclib.secretKey.identity" -}}
 {{- if .Values.identity.existingSecret }}{{ .Values.identity.existingSecretKey }}{{ else }}identity-signing-key{{ end }}
 {{- end }}
+{{- define "doclib.secretName.webhookSecretKey" -}}
+{{- .Values.webhookSecretKey.existingSecret | default (printf "%s-webhook-secret-key" (include "doclib.fullname" .)) }}
+{{- end }}
+{{- define "doclib.secretKey.webhookSecretKey" -}}
+{{- if .Values.webhookSecretKey.existingSecret }}{{ .Values.webhookSecretKey.existingSecretKey }}{{ else }}webhook-secret-key{{ end }}
+{{- end }}
+{{- define "doclib.secretKey.webhookDecryptionKeys" -}}
+{{- if .Values.webhookSecretKey.existingSecret }}{{ .Values.webhookSecretKey.existingSecretDecryptionKeysKey }}{{ else }}webhook-secret-decryption-keys{{ end }}
+{{- end }}
 {{- define "doclib.secretKey.bo" -}}
 {{- if .Values.bo.existingSecret }}{{ .Values.bo.existingSecretKey }}{{ else }}bo-api-tokens{{ end }}
 {{- end }}
@@ -295,6 +304,19 @@ secrets and the downward API come after, then extraEnv.
     secretKeyRef:
       name: {{ include "doclib.secretName.mongodb" $root }}
       key: {{ include "doclib.secretKey.mongodb" $root }}
+{{- end }}
+{{- if eq $name "webhook" }}
+- name: WEBHOOK_SECRET_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.webhookSecretKey" $root }}
+      key: {{ include "doclib.secretKey.webhookSecretKey" $root }}
+- name: WEBHOOK_SECRET_DECRYPTION_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.webhookSecretKey" $root }}
+      key: {{ include "doclib.secretKey.webhookDecryptionKeys" $root }}
+      optional: true
 {{- end }}
 {{- if eq $name "media" }}
 - name: S3_ACCESS_KEY

@@ -53,6 +53,10 @@ const (
 	// services (development only; a deployment sets its own secret).
 	devTokens   = "dev:editor:dev-token,dev-viewer:viewer:dev-viewer-token"
 	identityKey = "doclib-dev-identity-key-not-a-secret"
+	// The key the webhook signing secrets are sealed with in .data's
+	// database (development only, like identityKey; a deployment sets its
+	// own, and a fixed one keeps .data readable from one run to the next).
+	webhookSecretKey = "doclib-dev-webhook-secret-key-not-a-secret"
 	// The dev origins the browser back-office may call the admin listener from.
 	devOrigins = "http://localhost:5173,http://127.0.0.1:5173"
 )
@@ -154,7 +158,8 @@ func run(ctx context.Context) error {
 		{"catalog", catalogAddr, append([]string{"TAXONOMY_URL=http://" + taxonomyAddr, "MEDIA_URL=http://" + mediaAddr}, common...)},
 		// A receiver on the developer's own machine works out of the box:
 		// plain http and loopback addresses are allowed here only.
-		{"webhook", webhookAddr, append([]string{"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128"}, common...)},
+		{"webhook", webhookAddr, append([]string{"WEBHOOK_ALLOW_HTTP=true", "WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8,::1/128",
+			"WEBHOOK_SECRET_KEY=" + webhookSecretKey}, common...)},
 		// The console calls /bo on the admin listener, which serves it at
 		// /console/; it signs in with the development tokens.
 		{"console", consoleAddr, []string{"CONSOLE_API_URL=http://" + adminAddr, "CONSOLE_ORIGIN=http://" + adminAddr,

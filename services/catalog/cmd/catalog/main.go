@@ -22,6 +22,7 @@ import (
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/startup"
+	"github.com/doclib/libs/startup/database"
 	"github.com/doclib/services/catalog/internal/consumers"
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
@@ -109,16 +110,19 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel)
 	if err != nil {
 		return err
 	}
 	defer proc.Stop()
 	log := proc.Log
-	db := proc.DB
+	db, err := database.Open(ctx, proc, cfg.mongoURI)
+	if err != nil {
+		return err
+	}
 
 	store := mongostore.New(db.Database(cfg.database), log)
-	if err := startup.EnsureIndexes(ctx, store); err != nil {
+	if err := database.EnsureIndexes(ctx, store); err != nil {
 		return err
 	}
 

@@ -91,7 +91,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, "")
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel)
 	if err != nil {
 		return err
 	}

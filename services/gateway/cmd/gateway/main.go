@@ -49,7 +49,7 @@ func run(ctx context.Context) error {
 	if err := env.Err(); err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.LogLevel, "")
+	proc, err := startup.Begin(ctx, service, env, cfg.LogLevel)
 	if err != nil {
 		return err
 	}

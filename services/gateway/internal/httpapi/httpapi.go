@@ -226,11 +226,14 @@ func isBackOffice(path string) bool {
 	return path == "/bo" || strings.HasPrefix(path, "/bo/")
 }
 
-// hideBackOffice answers 404 for every /bo path on the public listener, as
-// if the back-office did not exist there.
+// hideBackOffice answers 404 for every /bo path on the public listener,
+// before authentication, so the public side reaches nothing of the
+// back-office; the detail names the listener that serves it, for the
+// newcomer who called the wrong port.
 func hideBackOffice(c *gin.Context) {
 	if isBackOffice(c.Request.URL.Path) {
-		httpx.Fail(c, problem.NotFound("no route "+c.Request.URL.Path))
+		httpx.Fail(c, problem.NotFound("no route "+c.Request.URL.Path+" on the public listener: the back-office "+
+			"API (/bo) is served on the gateway's admin listener only (ADMIN_ADDR; port 8090 by default)"))
 		return
 	}
 	c.Next()

@@ -58,16 +58,27 @@ func TestPublicListenerHasNoBackOffice(t *testing.T) {
 				headers = []string{"Authorization", bearerOf(token)}
 			}
 			res := send(t, h.publicURL, r.Method, path, headers...)
-			wantProblem(t, res, http.StatusNotFound, "not_found")
+			wantAdminListenerNamed(t, wantProblem(t, res, http.StatusNotFound, "not_found"))
 		}
 	}
 	for _, path := range []string{"/bo", "/bo/", "/bo/nope", "/bo/documents/x/y"} {
-		wantProblem(t, send(t, h.publicURL, "GET", path, "Authorization", bearerOf(token1)), http.StatusNotFound, "not_found")
+		p := wantProblem(t, send(t, h.publicURL, "GET", path, "Authorization", bearerOf(token1)), http.StatusNotFound, "not_found")
+		wantAdminListenerNamed(t, p)
 	}
 	for name, hits := range h.hits {
 		if n := hits.Load(); n != 0 {
 			t.Errorf("%s was contacted %d time(s) through the public listener's /bo", name, n)
 		}
+	}
+}
+
+// wantAdminListenerNamed checks that a /bo 404 of the public listener says
+// where the back-office is, so a newcomer calling :8080/bo is not left
+// guessing (it was a bare "no route").
+func wantAdminListenerNamed(t *testing.T, p problemBody) {
+	t.Helper()
+	if !strings.Contains(p.Detail, "admin listener") || !strings.Contains(p.Detail, "ADMIN_ADDR") {
+		t.Errorf("detail %q, want it to say the back-office is on the admin listener (ADMIN_ADDR)", p.Detail)
 	}
 }
 

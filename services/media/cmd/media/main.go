@@ -25,6 +25,7 @@ import (
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/startup"
+	"github.com/doclib/libs/startup/database"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
 	"github.com/doclib/services/media/internal/media/miniostore"
@@ -154,16 +155,19 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel)
 	if err != nil {
 		return err
 	}
 	defer proc.Stop()
 	log := proc.Log
-	db := proc.DB
+	db, err := database.Open(ctx, proc, cfg.mongoURI)
+	if err != nil {
+		return err
+	}
 
 	store := mongostore.New(db.Database(cfg.database), log)
-	if err := startup.EnsureIndexes(ctx, store); err != nil {
+	if err := database.EnsureIndexes(ctx, store); err != nil {
 		return err
 	}
 

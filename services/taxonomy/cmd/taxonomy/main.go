@@ -19,6 +19,7 @@ import (
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/startup"
+	"github.com/doclib/libs/startup/database"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/setting"
 	settingstore "github.com/doclib/services/taxonomy/internal/setting/mongostore"
@@ -78,16 +79,22 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel)
 	if err != nil {
 		return err
 	}
 	defer proc.Stop()
 	log := proc.Log
-	db := proc.DB
+	db, err := database.Open(ctx, proc, cfg.mongoURI)
+	if err != nil {
+		return err
+	}
 
 	store := mongostore.New(db.Database(cfg.database), log)
-	if err := startup.EnsureIndexes(ctx, store); err != nil {
+	if err := database.EnsureIndexes(ctx, store); err != nil {
+		return err
+	}
+	if err := store.RekeyNames(ctx, log); err != nil {
 		return err
 	}
 

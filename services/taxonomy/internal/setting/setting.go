@@ -107,8 +107,17 @@ func CheckEmail(v string) string {
 	if len(local) > 64 {
 		return "has a local part longer than 64 characters"
 	}
+	if strings.ContainsAny(local, mailtoSpecials) {
+		return "is not an e-mail address people can write to: its name part holds one of ? & # % (a mailto: link built from it would carry other recipients or a body)"
+	}
 	return checkDomain(domain)
 }
+
+// mailtoSpecials are the characters RFC 5322 allows in a local part that
+// end or escape a mailto: link's address (RFC 6068 §2): an app putting
+// "m?cc=x%40evil.org@example.org" after "mailto:" sends a copy to x, and
+// "a%0Abcc@..." decodes to a line break. No real mailbox needs them.
+const mailtoSpecials = "?&#%"
 
 // hostName is UTS #46 processing for lookup with every check on: STD3
 // letters, digits and hyphens (no '?', '&', '%', '{', which RFC 5322 allows

@@ -40,6 +40,12 @@ func TestCheckEmail(t *testing.T) {
 		"m@a-.example.org":                      "host name",
 		"m@example.org.":                        "not an e-mail address",
 		"m@" + strings.Repeat("b", 64) + ".org": "host name",
+		// In the local part they would do the same.
+		"m?cc=attacker%40evil.org&body=hi@example.org": "? & # %",
+		"a%0Abcc@example.org":                          "? & # %",
+		"a#b@example.org":                              "? & # %",
+		"a&b@example.org":                              "? & # %",
+		"a\x01b@example.org":                           "control character",
 	}
 	for _, v := range good {
 		if got := CheckEmail(v); got != "" {

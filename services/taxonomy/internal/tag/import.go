@@ -79,10 +79,11 @@ func (s *Service) ImportTag(ctx context.Context, t Tag) (bool, error) {
 }
 
 // checkImported: an imported name must already be a clean name (it was
-// one where it came from), and its dates set and in order.
+// one where it came from; one stored before format characters were
+// refused in names keeps them, its NameKey ignores them), and its dates
+// set and in order.
 func checkImported(errs *validation.Errors, name string, created, updated time.Time) {
-	var nameErrs validation.Errors
-	if clean := CleanName(&nameErrs, "name", name); nameErrs.Err() != nil || clean != name {
+	if validation.Trim(name) != name || storableName(name) != "" {
 		errs.Add("name", "is not a name the taxonomy stores as is")
 	}
 	if created.IsZero() {

@@ -5,8 +5,11 @@ package tag
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
@@ -127,22 +130,74 @@ func checkID(errs *validation.Errors, field, id string) {
 // it, recording a failure under field.
 func CleanName(errs *validation.Errors, field, name string) string {
 	name = validation.Trim(name)
-	switch n := utf8.RuneCountInString(name); {
-	case n == 0:
-		errs.Add(field, "is required")
-	case n > MaxNameLen:
-		errs.Add(field, "must be at most %d characters (got %d)", MaxNameLen, n)
-	case validation.UnsafeText(name) != "":
-		errs.Add(field, "%s", validation.UnsafeText(name))
+	why := storableName(name)
+	if why == "" {
+		why = hiddenInName(name)
+	}
+	if why != "" {
+		errs.Add(field, "%s", why)
 	}
 	return name
 }
 
+// storableName says why a trimmed name cannot be stored, or "": its
+// length and the characters no text field holds. An import checks no
+// more, so that a backup made before hiddenInName's rule restores.
+func storableName(name string) string {
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		return "is required"
+	case n > MaxNameLen:
+		return fmt.Sprintf("must be at most %d characters (got %d)", MaxNameLen, n)
+	}
+	return validation.UnsafeText(name)
+}
+
+// hiddenInName says why name holds a character that changes nothing a
+// reader sees, or "": a format character (U+200B ZERO WIDTH SPACE, U+00AD
+// SOFT HYPHEN, U+2060 WORD JOINER, the directional marks...) or a line or
+// paragraph separator, with which "Café\u200b N" would pass for "Café N".
+// The zero-width joiner and non-joiner stay allowed: emoji sequences and
+// some scripts (Persian, the Indic ones) are written with them, and NameKey
+// ignores them.
+func hiddenInName(name string) string {
+	for i, r := range name {
+		switch {
+		case r == zwj || r == zwnj:
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("must not contain invisible format characters (U+%04X at byte %d)", r, i)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("must not contain line or paragraph separators (U+%04X at byte %d)", r, i)
+		}
+	}
+	return ""
+}
+
+const (
+	zwnj = '\u200C' // ZERO WIDTH NON-JOINER
+	zwj  = '\u200D' // ZERO WIDTH JOINER
+)
+
 var fold = cases.Fold()
 
-// NameKey is the form under which names are unique: Unicode-normalised and
-// case-folded, so "Santé" and "SANTÉ" collide. Stores keep it beside the name
+// NameKey is the form under which names are unique, so that names which
+// look the same are the same name: compatibility-normalised (NFKC: a
+// full-width "Ｃ" is "C", a no-break space a space) and case-folded
+// ("Santé", "SANTÉ" and "Sante\u0301" collide), with every run of white
+// space made one space and the invisible characters a name may hold
+// (joiners, variation selectors) left out. It approximates Unicode's
+// NFKC_Casefold with golang.org/x/text. Stores keep it beside the name
 // because FerretDB has no collations.
 func NameKey(name string) string {
-	return norm.NFC.String(fold.String(norm.NFC.String(name)))
+	k := norm.NFKC.String(fold.String(norm.NFKC.String(name)))
+	k = strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsSpace(r):
+			return ' '
+		case validation.IsInvisible(r):
+			return -1
+		}
+		return r
+	}, k)
+	return strings.Join(strings.Fields(k), " ")
 }

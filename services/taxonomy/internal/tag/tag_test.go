@@ -3,6 +3,7 @@ package tag
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/doclib/libs/validation"
 )
@@ -29,6 +30,17 @@ func TestCleanName(t *testing.T) {
 		{strings.Repeat("é", 101), "", false},
 		{"   ", "", false},
 		{"a\nb", "", false},
+		// Characters that hide inside a name: format characters and line
+		// or paragraph separators; the joiners stay (emoji, Persian).
+		{"Café\u200b N", "", false},
+		{"Vac\u00adcin", "", false},
+		{"Café\u2060N", "", false},
+		{"a\u200eb", "", false},
+		{"Café\u2028N", "", false},
+		{"Café\u2029N", "", false},
+		{"👩\u200d💻", "👩\u200d💻", true},
+		{"می\u200cخواهم", "می\u200cخواهم", true},
+		{"Café  N", "Café  N", true},
 	}
 	for _, tt := range tests {
 		var errs validation.Errors
@@ -51,5 +63,37 @@ func TestNameKeyFoldsCaseAndForm(t *testing.T) {
 	}
 	if NameKey("Straße") != NameKey("STRASSE") {
 		t.Error("full case folding expected")
+	}
+}
+
+// Names that look the same are the same name: every one of these was
+// accepted beside "Café N".
+func TestNameKeyMakesLookAlikesOneName(t *testing.T) {
+	for _, name := range []string{"Café N", "Café\u200b N", "Café\u00a0N", "Café  N", "\uff23afé N", "CAFÉ N",
+		"Cafe\u0301 N", "Café\tN", "Café\u2028N", "Café\u3000N", " Café N ", "Café\u00ad N"} {
+		if NameKey(name) != NameKey("Café N") {
+			t.Errorf("NameKey(%q) = %q, want %q as for \"Café N\"", name, NameKey(name), NameKey("Café N"))
+		}
+	}
+	for _, other := range []string{"CaféN", "Cafe N", "Café M", "Café N."} {
+		if NameKey(other) == NameKey("Café N") {
+			t.Errorf("NameKey(%q) = NameKey(\"Café N\"), want them apart", other)
+		}
+	}
+	if NameKey("\uff36accin") != NameKey("Vaccin") || NameKey("ﬁle") != NameKey("file") {
+		t.Error("compatibility forms (full-width letters, ligatures) must share a key with their plain forms")
+	}
+}
+
+// A backup made before names refused format characters restores: an
+// import checks only what every stored name always met.
+func TestImportKeepsANameStoredBeforeTheRule(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for name, ok := range map[string]bool{"Café\u200b N": true, "Café N": true, " Café N": false, "a\nb": false, "": false} {
+		var errs validation.Errors
+		checkImported(&errs, name, at, at)
+		if (len(errs) == 0) != ok {
+			t.Errorf("import of %q: errors %v, want accepted=%v", name, errs, ok)
+		}
 	}
 }

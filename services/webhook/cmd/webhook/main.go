@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,11 +26,13 @@ import (
 	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/startup"
+	"github.com/doclib/libs/startup/database"
 	"github.com/doclib/services/webhook/internal/delivery"
 	deliverystore "github.com/doclib/services/webhook/internal/delivery/mongostore"
 	"github.com/doclib/services/webhook/internal/destination"
 	"github.com/doclib/services/webhook/internal/eventtype"
 	"github.com/doclib/services/webhook/internal/httpapi"
+	"github.com/doclib/services/webhook/internal/keyring"
 	"github.com/doclib/services/webhook/internal/subscription"
 	"github.com/doclib/services/webhook/internal/subscription/mongostore"
 )
@@ -49,6 +53,7 @@ type settings struct {
 	database    string
 	natsURL     string
 	identityKey []byte
+	secretKeys  *keyring.Keyring
 	allowHTTP   bool
 	allowed     []netip.Prefix
 	retry       delivery.Retry
@@ -77,6 +82,7 @@ func load(env *config.Env) (settings, error) {
 		retention: env.Duration("WEBHOOK_LOG_RETENTION", 7*24*time.Hour),
 		poll:      env.Duration("WEBHOOK_POLL_INTERVAL", time.Second),
 	}
+	s.secretKeys = loadSecretKeys(env)
 	allowed, err := destination.ParseNetworks(env.List("WEBHOOK_ALLOWED_NETWORKS", nil))
 	env.Check("WEBHOOK_ALLOWED_NETWORKS", err)
 	s.allowed = allowed
@@ -87,6 +93,32 @@ func load(env *config.Env) (settings, error) {
 		}
 	}
 	return s, env.Err()
+}
+
+// loadSecretKeys reads the keys that seal the signing secrets at rest:
+// WEBHOOK_SECRET_KEY seals and opens; the comma-separated
+// WEBHOOK_SECRET_DECRYPTION_KEYS only open (a key being rotated out, or in
+// before every replica has it). Without WEBHOOK_SECRET_KEY the keyring is
+// nil and secrets are stored in plain text (run warns): the chart and
+// make dev always set one.
+func loadSecretKeys(env *config.Env) *keyring.Keyring {
+	current := env.OptionalSecret("WEBHOOK_SECRET_KEY")
+	others := strings.FieldsFunc(env.OptionalSecret("WEBHOOK_SECRET_DECRYPTION_KEYS"), func(r rune) bool {
+		return r == ',' || unicode.IsSpace(r)
+	})
+	if current == "" {
+		if len(others) > 0 {
+			env.Check("WEBHOOK_SECRET_DECRYPTION_KEYS", errors.New("is set without WEBHOOK_SECRET_KEY"))
+		}
+		return nil
+	}
+	if _, err := keyring.New(current); err != nil {
+		env.Check("WEBHOOK_SECRET_KEY", err)
+		return nil
+	}
+	keys, err := keyring.New(current, others...)
+	env.Check("WEBHOOK_SECRET_DECRYPTION_KEYS", err)
+	return keys
 }
 
 // run wires the service top to bottom: logger, telemetry, MongoDB and its
@@ -100,18 +132,30 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := startup.Begin(ctx, service, env, cfg.logLevel, cfg.mongoURI)
+	proc, err := startup.Begin(ctx, service, env, cfg.logLevel)
 	if err != nil {
 		return err
 	}
 	defer proc.Stop()
 	log := proc.Log
-	db := proc.DB
-
-	subStore := mongostore.New(db.Database(cfg.database))
-	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
-	if err := startup.EnsureIndexes(ctx, dStore); err != nil {
+	db, err := database.Open(ctx, proc, cfg.mongoURI)
+	if err != nil {
 		return err
+	}
+
+	subStore := mongostore.New(db.Database(cfg.database), cfg.secretKeys)
+	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
+	if err := database.EnsureIndexes(ctx, dStore); err != nil {
+		return err
+	}
+	sealed, err := subStore.SealSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.secretKeys == nil {
+		log.Warn("WEBHOOK_SECRET_KEY is unset: webhook signing secrets are stored in plain text")
+	} else {
+		log.Info("webhook signing secrets sealed", "key", cfg.secretKeys.CurrentID(), "resealed", sealed)
 	}
 
 	bus, err := events.Open(ctx, cfg.natsURL, service, log)

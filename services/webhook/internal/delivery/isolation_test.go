@@ -17,6 +17,7 @@ import (
 	"github.com/doclib/services/webhook/internal/delivery"
 	dstore "github.com/doclib/services/webhook/internal/delivery/mongostore"
 	"github.com/doclib/services/webhook/internal/destination"
+	"github.com/doclib/services/webhook/internal/keyring"
 	"github.com/doclib/services/webhook/internal/signature"
 	"github.com/doclib/services/webhook/internal/subscription"
 	sstore "github.com/doclib/services/webhook/internal/subscription/mongostore"
@@ -36,7 +37,11 @@ func TestAHangingReceiverDelaysNoOther(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	db := testkit.Mongo(t)
-	subStore, dl := sstore.New(db), dstore.New(db, time.Hour)
+	keys, err := keyring.New("an-isolation-test-key-of-32-bytes-or-more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subStore, dl := sstore.New(db, keys), dstore.New(db, time.Hour)
 	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: true}, time.Hour)
 	testkit.Must(t, dl.EnsureIndexes(ctx), "indexes")
 

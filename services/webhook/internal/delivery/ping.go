@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/httpx"
 	"github.com/doclib/services/webhook/internal/eventtype"
 	"github.com/doclib/services/webhook/internal/subscription"
 )
@@ -14,9 +15,10 @@ import (
 // for nothing and holds nothing up), records it in the log and returns it.
 // A failed ping is not retried and disables nothing.
 func (d *Dispatcher) Ping(ctx context.Context, s subscription.Subscription) (Delivery, error) {
-	now := time.Now().UTC()
+	// Milliseconds, as events and the delivery log have them.
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	data, _ := json.Marshal(map[string]string{"subscriptionId": s.ID})
-	body, err := json.Marshal(Payload{Type: eventtype.Ping, Timestamp: now, Data: data})
+	body, err := json.Marshal(Payload{Type: eventtype.Ping, Timestamp: httpx.FormatTime(now), Data: data})
 	if err != nil {
 		return Delivery{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/httpx"
 	"github.com/doclib/services/webhook/internal/eventtype"
 	"github.com/doclib/services/webhook/internal/subscription"
 )
@@ -24,8 +25,11 @@ type Subscriptions interface {
 // Payload is the body of every webhook (Standard Webhooks' recommended
 // shape): the event type, when it happened, and the event's own content.
 type Payload struct {
-	Type      string          `json:"type"`
-	Timestamp time.Time       `json:"timestamp"`
+	Type string `json:"type"`
+	// Timestamp is written as every date of the API (httpx.TimeFormat:
+	// UTC, always three digits of milliseconds), whatever precision the
+	// time it was made from had.
+	Timestamp string          `json:"timestamp"`
 	Data      json.RawMessage `json:"data"`
 }
 
@@ -96,7 +100,7 @@ func deliveries(subs []subscription.Subscription, e events.Envelope, carrier pro
 	if !ok {
 		return nil, nil // not a webhook event type (yet): nothing to send
 	}
-	body, err := json.Marshal(Payload{Type: name, Timestamp: e.Time.UTC(), Data: e.Data})
+	body, err := json.Marshal(Payload{Type: name, Timestamp: httpx.FormatTime(e.Time), Data: e.Data})
 	if err != nil {
 		return nil, events.Permanent(fmt.Errorf("encode payload: %w", err))
 	}

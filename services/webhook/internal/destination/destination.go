@@ -46,7 +46,13 @@ var special = []struct {
 	// Local-use NAT64 (RFC 8215): the network chooses where the IPv4
 	// address sits, so it cannot be checked.
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
-	{netip.MustParsePrefix("2001:db8::/32"), "reserved"},
+	// The documentation ranges (RFC 5737, 3849, 9637): no receiver is
+	// there, yet some hosts and labs number their own networks from them.
+	{netip.MustParsePrefix("192.0.2.0/24"), "reserved (documentation)"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "reserved (documentation)"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "reserved (documentation)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "reserved (documentation)"},
+	{netip.MustParsePrefix("3fff::/20"), "reserved (documentation)"},
 }
 
 // embedding are the IPv6 forms that carry an IPv4 address, which a host

@@ -37,6 +37,12 @@ func TestControlRefusesEveryKindOfNonPublicAddress(t *testing.T) {
 		{"[::ffff:127.0.0.1]:80", "loopback"}, // IPv4-mapped IPv6
 		{"[::ffff:169.254.169.254]:80", "cloud metadata"},
 		{"[64:ff9b::a00:1]:80", "NAT64"},
+		{"192.0.2.10:80", "reserved (documentation)"},
+		{"198.51.100.7:443", "reserved (documentation)"},
+		{"203.0.113.9:443", "reserved (documentation)"},
+		{"[2001:db8::1]:443", "reserved (documentation)"},
+		{"[3fff::1]:443", "reserved (documentation)"},
+		{"[2002:cb00:7109::1]:443", "reserved (documentation) (6to4)"}, // 6to4 of 203.0.113.9
 	}
 	for _, c := range cases {
 		err := g.Control("tcp", c.addr, nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -160,5 +161,41 @@ func TestRenameAndDeleteTag(t *testing.T) {
 	testkit.Must(t, s.DeleteTag(ctx, "t1", later), "delete tag")
 	if err := s.DeleteTag(ctx, "t1", later); !errors.Is(err, tag.ErrTagNotFound) {
 		t.Errorf("delete twice: err = %v, want ErrTagNotFound", err)
+	}
+}
+
+// Name keys stored under the former rule (NFC and case folding only) are
+// brought up to the current one at start-up, so a new look-alike is
+// refused; of two stored names that now look the same, the second keeps
+// its old key (both stay, nothing is merged).
+func TestRekeyNamesBringsStoredKeysUpToDate(t *testing.T) {
+	s, ctx := newStore(t)
+	for _, id := range []string{"c1", "c2", "c3"} {
+		testkit.Must(t, s.InsertCategory(ctx, cat(id, id), nil), "insert")
+	}
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "t1", "c1"), nil), "insert tag")
+	cats, tags := s.Collections()
+	// name and former key of each record
+	for coll, stored := range map[*mongo.Collection]map[string][2]string{
+		cats: {"c1": {"Café  N", "café  n"}, "c2": {"Ｃafé M", "ｃafé m"}, "c3": {"Café M", "café m"}},
+		tags: {"t1": {"Vac\u00adcin", "vac\u00adcin"}},
+	} {
+		for id, v := range stored {
+			_, err := coll.UpdateOne(ctx, bson.M{"id": id}, bson.M{"$set": bson.M{"name": v[0], "nameKey": v[1]}})
+			testkit.Must(t, err, "store the name under its former key")
+		}
+	}
+	testkit.Must(t, s.RekeyNames(ctx, testkit.Logger(t)), "RekeyNames")
+	testkit.Must(t, s.RekeyNames(ctx, testkit.Logger(t)), "RekeyNames again")
+	if err := s.InsertCategory(ctx, cat("c4", "Café N"), nil); !errors.Is(err, tag.ErrDuplicateName) {
+		t.Errorf("Café N beside a stored 'Café  N': %v, want ErrDuplicateName", err)
+	}
+	if err := s.InsertTag(ctx, tg("t2", "Vaccin", "c1"), nil); !errors.Is(err, tag.ErrDuplicateName) {
+		t.Errorf("Vaccin beside a stored 'Vac\\u00adcin': %v, want ErrDuplicateName", err)
+	}
+	got, err := s.Categories(ctx)
+	testkit.Must(t, err, "Categories")
+	if len(got) != 3 {
+		t.Errorf("categories %v, want the three stored, none merged", got)
 	}
 }

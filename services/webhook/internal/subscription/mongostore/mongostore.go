@@ -1,6 +1,8 @@
 // Package mongostore keeps webhook subscriptions in MongoDB, one document
 // per subscription in the webhook_subscriptions collection. Updates are
-// optimistic: a version field guards each replacement.
+// optimistic: a version field guards each replacement. Signing secrets are
+// stored sealed (package keyring); SealSecrets seals those stored before
+// in plain text, or with a key being rotated out.
 package mongostore
 
 import (
@@ -13,53 +15,100 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/services/webhook/internal/keyring"
 	"github.com/doclib/services/webhook/internal/subscription"
 )
 
 // Store implements subscription.Store.
 type Store struct {
 	coll *mongo.Collection
+	keys *keyring.Keyring
 }
 
 var _ subscription.Store = (*Store)(nil)
 
-// New returns a store on db.
-func New(db *mongo.Database) *Store { return &Store{coll: db.Collection("webhook_subscriptions")} }
+// New returns a store on db sealing secrets with keys; with nil keys,
+// secrets are stored in plain text (a deployment that sets no key).
+func New(db *mongo.Database, keys *keyring.Keyring) *Store {
+	return &Store{coll: db.Collection("webhook_subscriptions"), keys: keys}
+}
 
 type doc struct {
-	ID             string    `bson:"_id"`
-	Version        int64     `bson:"version"`
-	URL            string    `bson:"url"`
-	EventTypes     []string  `bson:"eventTypes"`
-	Description    string    `bson:"description"`
-	Status         string    `bson:"status"`
-	DisabledReason string    `bson:"disabledReason,omitempty"`
-	Secret         string    `bson:"secret"`
-	PreviousSecret string    `bson:"previousSecret,omitempty"`
-	PreviousUntil  time.Time `bson:"previousUntil,omitempty"`
-	CreatedAt      time.Time `bson:"createdAt"`
-	UpdatedAt      time.Time `bson:"updatedAt"`
-	CreatedBy      string    `bson:"createdBy,omitempty"`
-	UpdatedBy      string    `bson:"updatedBy,omitempty"`
+	ID             string   `bson:"_id"`
+	Version        int64    `bson:"version"`
+	URL            string   `bson:"url"`
+	EventTypes     []string `bson:"eventTypes"`
+	Description    string   `bson:"description"`
+	Status         string   `bson:"status"`
+	DisabledReason string   `bson:"disabledReason,omitempty"`
+	// Secret and PreviousSecret are plain text, as stored before secrets
+	// were sealed: read, never written.
+	Secret               string    `bson:"secret,omitempty"`
+	PreviousSecret       string    `bson:"previousSecret,omitempty"`
+	SealedSecret         string    `bson:"sealedSecret,omitempty"`
+	SealedPreviousSecret string    `bson:"sealedPreviousSecret,omitempty"`
+	PreviousUntil        time.Time `bson:"previousUntil,omitempty"`
+	CreatedAt            time.Time `bson:"createdAt"`
+	UpdatedAt            time.Time `bson:"updatedAt"`
+	CreatedBy            string    `bson:"createdBy,omitempty"`
+	UpdatedBy            string    `bson:"updatedBy,omitempty"`
 }
 
-func toDoc(s subscription.Subscription, version int64) doc {
-	return doc{ID: s.ID, Version: version, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
-		Status: string(s.Status), DisabledReason: s.DisabledReason, Secret: s.Secret,
-		PreviousSecret: s.PreviousSecret, PreviousUntil: s.PreviousUntil,
+func (st *Store) toDoc(s subscription.Subscription, version int64) doc {
+	d := doc{ID: s.ID, Version: version, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
+		Status: string(s.Status), DisabledReason: s.DisabledReason, PreviousUntil: s.PreviousUntil,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy}
+	if st.keys == nil { // no key given: plain text, as before sealing
+		d.Secret, d.PreviousSecret = s.Secret, s.PreviousSecret
+		return d
+	}
+	d.SealedSecret, d.SealedPreviousSecret = st.seal(s.Secret, s.ID, "secret"), st.seal(s.PreviousSecret, s.ID, "previousSecret")
+	return d
 }
 
-func (d doc) subscription() subscription.Subscription {
+func (st *Store) subscription(d doc) (subscription.Subscription, error) {
+	secret, err := st.open(d.SealedSecret, d.Secret, d.ID, "secret")
+	if err != nil {
+		return subscription.Subscription{}, err
+	}
+	previous, err := st.open(d.SealedPreviousSecret, d.PreviousSecret, d.ID, "previousSecret")
+	if err != nil {
+		return subscription.Subscription{}, err
+	}
 	return subscription.Subscription{ID: d.ID, URL: d.URL, EventTypes: d.EventTypes, Description: d.Description,
-		Status: subscription.Status(d.Status), DisabledReason: d.DisabledReason, Secret: d.Secret,
-		PreviousSecret: d.PreviousSecret, PreviousUntil: d.PreviousUntil.UTC(),
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}
+		Status: subscription.Status(d.Status), DisabledReason: d.DisabledReason, Secret: secret,
+		PreviousSecret: previous, PreviousUntil: d.PreviousUntil.UTC(),
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}, nil
+}
+
+// seal seals a secret of subscription id, bound to it and to field; ""
+// stays "" (no previous secret).
+func (st *Store) seal(secret, id, field string) string {
+	if secret == "" {
+		return ""
+	}
+	return st.keys.Seal(secret, id+"/"+field)
+}
+
+// open returns the secret a document holds, sealed or, stored before
+// secrets were sealed, plain.
+func (st *Store) open(sealed, plain, id, field string) (string, error) {
+	switch {
+	case sealed == "":
+		return plain, nil
+	case st.keys == nil:
+		return "", fmt.Errorf("subscription %s, %s: %w (no WEBHOOK_SECRET_KEY is set)", id, field, keyring.ErrUnknownKey)
+	}
+	secret, err := st.keys.Open(sealed, id+"/"+field)
+	if err != nil {
+		return "", fmt.Errorf("subscription %s, %s: %w", id, field, err)
+	}
+	return secret, nil
 }
 
 // Create inserts s.
 func (st *Store) Create(ctx context.Context, s subscription.Subscription) error {
-	if _, err := st.coll.InsertOne(ctx, toDoc(s, 1)); err != nil {
+	if _, err := st.coll.InsertOne(ctx, st.toDoc(s, 1)); err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
 	}
 	return nil
@@ -80,7 +129,10 @@ func (st *Store) get(ctx context.Context, id string) (doc, error) {
 // Get returns the subscription id.
 func (st *Store) Get(ctx context.Context, id string) (subscription.Subscription, error) {
 	d, err := st.get(ctx, id)
-	return d.subscription(), err
+	if err != nil {
+		return subscription.Subscription{}, err
+	}
+	return st.subscription(d)
 }
 
 // List returns every subscription, oldest first.
@@ -95,7 +147,9 @@ func (st *Store) List(ctx context.Context) ([]subscription.Subscription, error) 
 	}
 	out := make([]subscription.Subscription, len(docs))
 	for i, d := range docs {
-		out[i] = d.subscription()
+		if out[i], err = st.subscription(d); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -108,11 +162,14 @@ func (st *Store) Update(ctx context.Context, id string, change func(*subscriptio
 		if err != nil {
 			return subscription.Subscription{}, err
 		}
-		s := d.subscription()
+		s, err := st.subscription(d)
+		if err != nil {
+			return subscription.Subscription{}, err
+		}
 		if err := change(&s); err != nil {
 			return subscription.Subscription{}, err
 		}
-		res, err := st.coll.ReplaceOne(ctx, bson.M{"_id": id, "version": d.Version}, toDoc(s, d.Version+1))
+		res, err := st.coll.ReplaceOne(ctx, bson.M{"_id": id, "version": d.Version}, st.toDoc(s, d.Version+1))
 		if err != nil {
 			return subscription.Subscription{}, fmt.Errorf("update subscription: %w", err)
 		}
