@@ -30,7 +30,7 @@ func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error
 	if err := checkImport(d); err != nil {
 		return Document{}, false, err
 	}
-	if err := checkImportedContent(d); err != nil {
+	if err := checkImportedContent(ctx, d); err != nil {
 		return Document{}, false, err
 	}
 	if got, err := s.store.Get(ctx, d.ID); err == nil {
@@ -75,7 +75,7 @@ func (s *Service) ImportRevision(ctx context.Context, r Revision) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	if err := checkContent(r.Doc); err != nil {
+	if err := checkContent(ctx, r.Doc); err != nil {
 		return err
 	}
 	// Revisions go only to a document this import creates: into one that
@@ -101,25 +101,25 @@ var importableID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // to the rules of a create: an import sets ids, dates and authors, never
 // content an editor could not have written (unsanitised HTML, a
 // javascript: link, too long a title).
-func checkImportedContent(d Document) error {
-	if err := checkContent(d); err != nil {
+func checkImportedContent(ctx context.Context, d Document) error {
+	if err := checkContent(ctx, d); err != nil {
 		return err
 	}
 	if d.Draft != nil {
-		return checkContent(*d.Draft)
+		return checkContent(ctx, *d.Draft)
 	}
 	return nil
 }
 
 // checkContent validates d's content as a create would, and refuses it
 // when the catalog would have stored it otherwise (sanitised, trimmed).
-func checkContent(d Document) error {
+func checkContent(ctx context.Context, d Document) error {
 	in := Input{Type: string(d.Type), Title: d.Title, TagsIDs: d.TagsIDs, URL: d.URL, Content: d.Content,
 		Sources: d.Sources, ImagesIDs: d.ImagesIDs, RelatedIDs: d.RelatedIDs}
 	if d.File != nil {
 		in.FileID = d.File.ID
 	}
-	v, errs := validate(in)
+	v, errs := validate(ctx, in)
 	if err := errs.Err(); err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func NewID() string {
 // returns the document fields it sets. Every failing field is reported at
 // once.
 func (s *Service) check(ctx context.Context, in Input, self string, stored []string, draft bool) (Document, schedule, error) {
-	d, errs := validate(in)
+	d, errs := validate(ctx, in)
 	sc := checkSchedule(in, draft, s.now(), &errs)
 	if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
 		return Document{}, sc, err
@@ -70,7 +70,7 @@ func (s *Service) check(ctx context.Context, in Input, self string, stored []str
 // with it (keyed.go).
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	draft := drafting(in, nil)
-	if _, errs := validate(in); len(errs) > 0 {
+	if _, errs := validate(ctx, in); len(errs) > 0 {
 		// A body wrong in itself writes nothing; its references are asked
 		// about too, so that one answer names every failing field.
 		_, _, err := s.check(ctx, in, "", nil, draft)
