@@ -24,6 +24,11 @@ type documentInput struct {
 	editorialInput
 }
 
+// ReadShapes: a client may send back the back-office detail it read, its
+// read-only fields (id, createdAt, version...) included; any other member
+// is a 422 (httpx.ReadShaped).
+func (documentInput) ReadShapes() []any { return []any{documentAdmin{}} }
+
 func (in documentInput) domain() document.Input {
 	return document.Input{Type: in.Type, Title: in.Title, TagsIDs: in.TagsIDs, URL: in.URL,
 		Content: in.Content, Sources: in.Sources, ImagesIDs: in.ImagesIDs, FileID: in.FileID, RelatedIDs: in.RelatedIDs,
