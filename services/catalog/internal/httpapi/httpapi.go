@@ -62,7 +62,7 @@ func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
 // but the downloads (which stream a media's bytes) shares one time budget
 // per request (httpx.Budget).
 func (h *Handler) Register(r gin.IRouter) {
-	b := r.Group("", httpx.Budget(httpx.RequestBudget), precondition)
+	b := r.Group("", httpx.Budget(httpx.RequestBudget), h.precondition)
 	httpx.GET(b, "/public/documents", h.list(false))
 	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
