@@ -39,14 +39,24 @@ func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error
 		return Document{}, false, err
 	}
 	d.Change = Change{By: d.UpdatedBy, At: d.UpdatedAt, Why: WhyImport}
-	if r, err := s.store.GetRevision(ctx, d.ID, d.Version); err == nil {
+	r, err := s.store.GetRevision(ctx, d.ID, d.Version)
+	switch {
+	case err == nil:
 		d.Change = r.Change // its last write, as its revision says
+	case !errors.Is(err, ErrRevisionNotFound) && !errors.Is(err, ErrNotFound):
+		return Document{}, false, err
 	}
+	// Without the revision of its version (imported without its history)
+	// the document's current state becomes that revision: an export lists
+	// a history down from the document's version, and would otherwise fail
+	// on this document for as long as it exists.
+	own := err != nil
 	stored, err := s.store.Create(ctx, d.ID, d.Refs(), func(nd *Document) error {
 		checked, err := s.importRefs(ctx, d)
 		if err != nil {
 			return err
 		}
+		checked.RevisionPending = own // stored by the settling job should the write below fail
 		*nd = checked
 		return nil
 	})
@@ -55,6 +65,11 @@ func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error
 			return got, false, sameImport(got, d)
 		}
 		return Document{}, false, err
+	}
+	if own {
+		if err := s.store.PutRevisions(ctx, []Revision{revisionOf(stored)}); err != nil {
+			s.log.Warn("the revision of an imported document is left to the settling job", "document", d.ID, "error", err)
+		}
 	}
 	return stored, true, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/testkit"
+	"github.com/doclib/services/catalog/internal/document"
 )
 
 // TestImportTakesBodiesOverTheJSONLimit: a document of 1 MiB content and
@@ -63,8 +64,21 @@ func TestImportEntry(t *testing.T) {
 	if a := r.do("PUT", "/bo/import/documents/e2/entry", other); a.code != 422 {
 		t.Fatalf("an entry whose document is not the path's: %d %s, want 422", a.code, a.body)
 	}
+	// Imported without its revisions, a document's current state becomes
+	// the revision of its version (an export lists its history from it):
+	// not the refused entry's revision.
 	r.must("PUT", "/bo/import/documents/e2/entry", `{"document":`+doc("e2", "Not three", 1)+`,"revisions":[]}`, 201)
-	if a := r.do("GET", "/bo/documents/e2/revisions/1", ""); a.code != 404 {
-		t.Errorf("the refused entry's revision was stored: %d %s", a.code, a.body)
+	var own struct {
+		Why      string
+		Document struct{ Title string }
+	}
+	r.must("GET", "/bo/documents/e2/revisions/1", "", 200).json(t, &own)
+	if own.Document.Title != "Not three" || own.Why != document.WhyImport {
+		t.Errorf("the revision of a document imported without its history: %+v, want its own state, made by an import", own)
+	}
+	var page struct{ Revisions []struct{ Version int64 } }
+	r.must("GET", "/bo/documents/e2/revisions", "", 200).json(t, &page)
+	if len(page.Revisions) != 1 || page.Revisions[0].Version != 1 {
+		t.Errorf("its history: %+v, want its version's revision alone", page)
 	}
 }
