@@ -40,7 +40,7 @@ func TestEveryWriteKeepsARevision(t *testing.T) {
 	testkit.Must(t, err, "Update")
 	_, _, err = svc.Delete(ctx, d.ID)
 	testkit.Must(t, err, "Delete")
-	_, err = svc.Restore(ctx, d.ID)
+	_, _, err = svc.Restore(ctx, d.ID)
 	testkit.Must(t, err, "Restore")
 	w.Untag("b")
 	_, err = svc.TagsDeleted(ctx, []string{"b"})

@@ -25,8 +25,19 @@ const WhyImport = "import"
 // the archive (doclib verify checked they are in it). created reports
 // whether it was stored: the same document again changes nothing (false),
 // another document under its id is ErrImportConflict. An import announces
-// nothing (no event): a create never does, deleted or not.
-func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error) {
+// nothing (no event): a create never does, deleted or not. A schedule
+// whose time has passed is cleared, never applied at once, and returned
+// (the same archive imported again compares without it).
+func (s *Service) Import(ctx context.Context, d Document) (Document, bool, Overdue, error) {
+	overdue := clearOverdue(&d, s.now())
+	stored, created, err := s.importDocument(ctx, d)
+	if err != nil {
+		return Document{}, false, Overdue{}, err
+	}
+	return stored, created, overdue, nil
+}
+
+func (s *Service) importDocument(ctx context.Context, d Document) (Document, bool, error) {
 	if err := checkImport(d); err != nil {
 		return Document{}, false, err
 	}

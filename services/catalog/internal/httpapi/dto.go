@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/services/catalog/internal/document"
@@ -96,6 +97,27 @@ type documentAdmin struct {
 	RelatedIDs []string `json:"relatedIds"`
 	audit
 	editorial
+}
+
+// clearingAnswer is the back-office detail of a restored or imported
+// document whose overdue schedule was cleared, and what was cleared.
+type clearingAnswer struct {
+	documentAdmin
+	ClearedSchedule *clearedSchedule `json:"clearedSchedule,omitempty"`
+}
+
+type clearedSchedule struct {
+	PublishAt   string `json:"publishAt,omitempty"`
+	UnpublishAt string `json:"unpublishAt,omitempty"`
+	Reason      string `json:"reason"`
+}
+
+// optionalTime is a date as the API writes it, "" for none.
+func optionalTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return httpx.FormatTime(t)
 }
 
 type mediaUsage struct {
