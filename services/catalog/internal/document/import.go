@@ -3,9 +3,12 @@ package document
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/doclib/libs/validation"
 )
@@ -98,6 +101,8 @@ func (s *Service) ImportRevision(ctx context.Context, r Revision) error {
 	if !importableID.MatchString(r.DocumentID) {
 		errs.Add("id", "must be 1 to 64 letters, digits, '-' or '_'")
 	}
+	checkVersion(r.Version, &errs)
+	checkAuthor("by", r.Change.By, &errs)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -175,7 +180,55 @@ func checkImport(d Document) error {
 	if d.Status != Published && d.Status != Draft {
 		errs.Add("status", "must be published or draft")
 	}
+	checkVersion(d.Version, &errs)
+	checkAuthor("createdBy", d.CreatedBy, &errs)
+	checkAuthor("updatedBy", d.UpdatedBy, &errs)
+	checkAuthor("deletedBy", d.DeletedBy, &errs)
+	checkImportedPins("relatedIds", d.RelatedIDs, d.ID, &errs)
+	if d.Draft != nil {
+		checkImportedPins("draft.relatedIds", d.Draft.RelatedIDs, d.ID, &errs)
+	}
 	return errs.Err()
+}
+
+// MaxVersion is the largest version an import takes: 2^53 - 1, the largest
+// integer every JSON client reads exactly (RFC 7493 §2.2).
+const MaxVersion = 1<<53 - 1
+
+// MaxAuthor is the longest author name (CallerName in the API reference).
+const MaxAuthor = 1024
+
+func checkVersion(v int64, errs *validation.Errors) {
+	if v > MaxVersion {
+		errs.Add("version", "must be at most %d (got %d)", int64(MaxVersion), v)
+	}
+}
+
+func checkAuthor(field, name string, errs *validation.Errors) {
+	if n := utf8.RuneCountInString(name); n > MaxAuthor {
+		errs.Add(field, "must be at most %d characters (got %d)", MaxAuthor, n)
+	}
+}
+
+// checkImportedPins applies a write's rules on pins that need no store: at
+// most MaxPins, none repeated, not the document itself, each an id (the
+// documents pinned may come later in the archive).
+func checkImportedPins(field string, ids []string, self string, errs *validation.Errors) {
+	if len(ids) > MaxPins {
+		errs.Add(field, "must hold at most %d documents (got %d)", MaxPins, len(ids))
+		return
+	}
+	for i, id := range ids {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch j := slices.Index(ids, id); {
+		case id == self:
+			errs.Add(f, "is the document itself")
+		case j < i:
+			errs.Add(f, "repeats %s[%d]", field, j)
+		case !importableID.MatchString(id):
+			errs.Add(f, "unknown document '%s'", clip(id))
+		}
+	}
 }
 
 // importRefs checks that the tags and media d and its pending changes name
