@@ -265,6 +265,10 @@ func TestMarkupProblem(t *testing.T) {
 		{"a quote without blank lines", strings.Repeat("> "+strings.Repeat("*a_", 1000)+"\n", 3), true},
 		{"many paragraphs near the bound", strings.Repeat(strings.Repeat("[](", 1400)+"\n\n", 12), true},
 		{"a table of links", strings.Repeat("| [a](b) | `c` |\n", 300), false},
+		{"lists nested on a line", "- - 1. > " + strings.Repeat("- ", maxNesting-4) + "a\n", false},
+		{"too deep on a line", strings.Repeat("- ", maxNesting+1) + "a", true},
+		{"quotes too deep", strings.Repeat("> ", 4096) + "a", true},
+		{"a long list", strings.Repeat("- [a](b) *c*\n", 20000), false},
 	} {
 		if got := MarkupProblem(tc.md); (got != "") != tc.refused {
 			t.Errorf("%s: MarkupProblem = %q, want refused %v", tc.name, got, tc.refused)
