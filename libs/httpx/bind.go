@@ -38,9 +38,9 @@ func IsJSON(contentType string) bool {
 }
 
 // BindJSON decodes the request body into dst, a pointer to a struct. It
-// answers 415 for another content type, 413 over MaxJSONBody, and 400 for a
-// body that is not strict JSON (see DecodeJSON). Unknown fields are ignored
-// (CONTRACT.md §1). It returns false when it has answered.
+// answers 415 for another content type, 413 over MaxJSONBody, 400 for a
+// body that is not strict JSON, and 422 for a member that is no field of
+// the body (see DecodeJSON). It returns false when it has answered.
 func BindJSON(c *gin.Context, dst any) bool {
 	return BindJSONUpTo(c, dst, MaxJSONBody)
 }
@@ -74,6 +74,11 @@ func readJSON(r *http.Request, dst any, limit int64) *problem.Problem {
 // exactly (no case folding), a name repeated in an object, invalid UTF-8 and
 // escapes of lone surrogates are 400, and so is null inside an array of
 // strings. Every top-level field with a value of the wrong type is named.
+// A top-level member that dst does not take is a 422 naming it, with the
+// field meant, when it misspells one of dst's (tagIds for tagsIds), or
+// when dst is ReadShaped and the member belongs to none of its read shapes
+// either; other members, such as the read-only fields of a detail sent
+// back, are ignored.
 // It uses github.com/go-json-experiment/json, the encoding/json/v2 of Go
 // 1.25+ (an experiment until Go 1.27), whose defaults are exactly these
 // rules, where encoding/json folds case, keeps the last duplicate and turns
@@ -84,7 +89,7 @@ func DecodeJSON(body []byte, dst any) *problem.Problem {
 	var sem *json.SemanticError
 	switch {
 	case err == nil:
-		return nil
+		return unknownFields(body, dst)
 	case len(bytes.TrimSpace(body)) == 0:
 		return problem.BadRequest("the request body is empty; a JSON object is required")
 	case errors.As(err, &syn):

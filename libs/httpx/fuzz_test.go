@@ -73,6 +73,9 @@ func FuzzDecodeJSON(f *testing.F) {
 		var got bindShape
 		p := DecodeJSON(body, &got)
 		if p != nil {
+			if p.Status == 422 && json.Valid(body) { // a misspelled field (FuzzDecodeJSON checks decoding alone)
+				return
+			}
 			if p.Status != 400 || p.Code != "bad_request" {
 				t.Fatalf("DecodeJSON(%q) = %+v, want a 400", body, p)
 			}

@@ -141,6 +141,17 @@ func encodedETag(etag string, e Encoding) string {
 // ETag is the identity body's strong, quoted ETag.
 func (r *Rendering) ETag() string { return r.etags[Identity] }
 
+// HasETag reports whether tag is the ETag of one of r's encodings, as a
+// client that read r sends it back (If-Match), compared whole.
+func (r *Rendering) HasETag(tag string) bool {
+	for _, t := range r.etags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
 // ETagOf is the ETag the body in encoding e is sent with.
 func (r *Rendering) ETagOf(e Encoding) string { return r.etags[e] }
 

@@ -162,6 +162,9 @@ func (ix *index) addRecords(f *archive.File, raw []byte) error {
 		if refs.ID != f.ID {
 			return fmt.Errorf("holds document %q", refs.ID)
 		}
+		if err := checkHistory(d); err != nil {
+			return fmt.Errorf("document %s: %w", refs.ID, err)
+		}
 		ix.documents[refs.ID] = refs
 		ix.revisions += len(d.Revisions)
 	}
@@ -268,4 +271,30 @@ func (ix *index) documentProblems(d Refs) []string {
 		}
 	}
 	return out
+}
+
+// checkHistory checks a document entry's revisions as an export writes
+// them: oldest first, versions running up, the newest the document's own
+// version. An entry without it restores a document whose history an
+// export cannot list.
+func checkHistory(d Document) error {
+	var doc struct{ Version int64 }
+	if err := json.Unmarshal(d.Document, &doc); err != nil {
+		return err
+	}
+	prev := int64(0)
+	for _, raw := range d.Revisions {
+		var r struct{ Version int64 }
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("a revision: %w", err)
+		}
+		if r.Version <= prev {
+			return fmt.Errorf("revision %d comes after %d (revisions run up, oldest first)", r.Version, prev)
+		}
+		prev = r.Version
+	}
+	if prev != doc.Version {
+		return fmt.Errorf("its newest revision is %d, not its version %d: the entry lacks the revision of the document's current state", prev, doc.Version)
+	}
+	return nil
 }

@@ -30,7 +30,7 @@ func good() sample {
 		media:      `{"id":"m1","size":15,"sha256":"` + digest(pdf) + `"}` + "\n",
 		settings:   `{"moderatorEmail":"a@b.example"}`,
 		docs: map[string]string{
-			"d1": `{"document":{"id":"d1","tagsIds":["vaccines"],"file":{"id":"m1"},"relatedIds":["d2"]},"revisions":[{"version":1}]}`,
+			"d1": `{"document":{"id":"d1","version":1,"tagsIds":["vaccines"],"file":{"id":"m1"},"relatedIds":["d2"]},"revisions":[{"version":1}]}`,
 			"d2": `{"document":{"id":"d2","tagsIds":[],"relatedIds":[],"draft":{"tagsIds":["vaccines"],"imagesIds":["m1"]}},"revisions":[]}`,
 		},
 		files:  map[string][]byte{"m1": pdf},
@@ -99,6 +99,15 @@ func TestVerifyRefusesBrokenReferences(t *testing.T) {
 			s.media = `{"id":"m1","size":15,"sha256":"` + strings.Repeat("0", 64) + `"}` + "\n"
 		}, "entry media/m1: 15 bytes"},
 		{"counts differ", func(s *sample) { s.counts["documents"] = 3 }, "manifest counts 3 documents"},
+		// An export lists a document's history down from its version: an
+		// entry without that revision restores a document it cannot list.
+		{"newest revision missing", func(s *sample) {
+			s.docs["d1"] = strings.Replace(s.docs["d1"], `"version":1,`, `"version":2,`, 1)
+		}, "document d1: its newest revision is 1, not its version 2"},
+		{"revisions out of order", func(s *sample) {
+			s.docs["d1"] = strings.Replace(s.docs["d1"], `"revisions":[{"version":1}]`, `"revisions":[{"version":1},{"version":1}]`, 1)
+			s.counts["revisions"] = 2
+		}, "document d1: revision 1 comes after 1"},
 		// An id goes into an import URL: one that is not an id is refused.
 		{"category id not an id", func(s *sample) {
 			s.categories += `{"id":"../../documents/x","name":"Evil"}` + "\n"

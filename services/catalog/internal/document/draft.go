@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/doclib/libs/identity"
@@ -78,6 +79,12 @@ func drafting(in Input, d *Document) bool {
 	return in.Draft || d.State() == Draft
 }
 
+// ParseDateTime reads an RFC 3339 date-time, whose "T" and "Z" may be
+// written in lower case (RFC 3339 §5.6).
+func ParseDateTime(raw string) (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, strings.ToUpper(raw))
+}
+
 // schedule is a body's publishAt and unpublishAt, parsed.
 type schedule struct{ publishAt, unpublishAt time.Time }
 
@@ -94,7 +101,7 @@ func checkSchedule(in Input, draft bool, now time.Time, errs *validation.Errors)
 		if raw == "" {
 			return time.Time{}
 		}
-		t, err := time.Parse(time.RFC3339Nano, raw)
+		t, err := ParseDateTime(raw)
 		switch {
 		case err != nil:
 			errs.Add(field, "must be a date-time like 2026-12-01T09:00:00Z (got '%s')", clip(raw))
@@ -112,6 +119,28 @@ func checkSchedule(in Input, draft bool, now time.Time, errs *validation.Errors)
 		errs.Add("unpublishAt", "must be after publishAt")
 	}
 	return s
+}
+
+// Overdue is a schedule a restore or an import cleared because its time
+// had passed: a past time is never taken as "now" (a draft restored from
+// the trash after its publishAt stays a draft). Zero times: nothing
+// cleared.
+type Overdue struct{ PublishAt, UnpublishAt time.Time }
+
+// Any reports whether something was cleared.
+func (o Overdue) Any() bool { return !o.PublishAt.IsZero() || !o.UnpublishAt.IsZero() }
+
+// clearOverdue clears d's scheduled publication and unpublication whose
+// time is not after now, and says which it cleared.
+func clearOverdue(d *Document, now time.Time) Overdue {
+	var o Overdue
+	if !d.PublishAt.IsZero() && !d.PublishAt.After(now) {
+		o.PublishAt, d.PublishAt = d.PublishAt, time.Time{}
+	}
+	if !d.UnpublishAt.IsZero() && !d.UnpublishAt.After(now) {
+		o.UnpublishAt, d.UnpublishAt = d.UnpublishAt, time.Time{}
+	}
+	return o
 }
 
 // land puts the checked content of a PATCH into d: as pending changes when

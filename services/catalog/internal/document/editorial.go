@@ -125,8 +125,11 @@ func ETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + 
 // "*". A tag this service did not make names no version (-1): it matches
 // nothing, so the write is refused rather than made blindly. So does a
 // weak tag (W/"..."): If-Match uses the strong comparison (RFC 9110
-// §13.1.1), which a weak tag never passes.
-func ParseIfMatch(header string) []int64 {
+// §13.1.1), which a weak tag never passes. The back-office detail's tag
+// carries a digest after the version ("12.ab..."): it names its version
+// only when current, which knows the detail's tags now, reports it as one
+// of them, compared whole; with current nil, it names none.
+func ParseIfMatch(header string, current func(tag string) bool) []int64 {
 	var out []int64
 	for _, tag := range strings.Split(header, ",") {
 		tag = strings.TrimSpace(tag)
@@ -137,18 +140,26 @@ func ParseIfMatch(header string) []int64 {
 			out = append(out, -1)
 			continue
 		}
-		// The detail's tag may carry a digest after the version ("12.ab").
-		tag = strings.Trim(tag, `"`)
-		if i := strings.IndexByte(tag, '.'); i >= 0 {
-			tag = tag[:i]
-		}
-		v, err := strconv.ParseInt(tag, 10, 64)
-		if err != nil {
+		v := tagVersion(tag)
+		if strings.Contains(tag, ".") && (current == nil || !current(tag)) {
 			v = -1
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// tagVersion returns the version a strong tag starts with, -1 when none.
+func tagVersion(tag string) int64 {
+	tag = strings.Trim(tag, `"`)
+	if i := strings.IndexByte(tag, '.'); i >= 0 {
+		tag = tag[:i]
+	}
+	v, err := strconv.ParseInt(tag, 10, 64)
+	if err != nil || v < 0 {
+		return -1
+	}
+	return v
 }
 
 // write wraps a write's rules (fn) with the editorial record: the If-Match

@@ -40,7 +40,7 @@ func TestEveryWriteKeepsARevision(t *testing.T) {
 	testkit.Must(t, err, "Update")
 	_, _, err = svc.Delete(ctx, d.ID)
 	testkit.Must(t, err, "Delete")
-	_, err = svc.Restore(ctx, d.ID)
+	_, _, err = svc.Restore(ctx, d.ID)
 	testkit.Must(t, err, "Restore")
 	w.Untag("b")
 	_, err = svc.TagsDeleted(ctx, []string{"b"})
@@ -84,10 +84,18 @@ func TestIfMatch(t *testing.T) {
 		t.Errorf("after refused writes: %+v", got)
 	}
 	// A weak tag never matches (the strong comparison, RFC 9110 §13.1.1).
-	if v := document.ParseIfMatch(`W/"2.abc-gzip", "7", "3.abc-gzip"`); !slices.Equal(v, []int64{-1, 7, 3}) {
+	current := func(tag string) bool { return tag == `"3.abc-gzip"` }
+	if v := document.ParseIfMatch(`W/"2.abc-gzip", "7", "3.abc-gzip"`, current); !slices.Equal(v, []int64{-1, 7, 3}) {
 		t.Errorf("ParseIfMatch = %v", v)
 	}
-	if v := document.ParseIfMatch(`*`); v != nil {
+	// The detail's tag is compared whole: its version alone is not enough.
+	if v := document.ParseIfMatch(`"3.ffffffffffff", "3.abc-gzip-x", "3.abc"`, current); !slices.Equal(v, []int64{-1, -1, -1}) {
+		t.Errorf("ParseIfMatch of tags not current = %v, want none matching", v)
+	}
+	if v := document.ParseIfMatch(`"3.abc-gzip"`, nil); !slices.Equal(v, []int64{-1}) {
+		t.Errorf("ParseIfMatch with no current detail = %v", v)
+	}
+	if v := document.ParseIfMatch(`*`, nil); v != nil {
 		t.Errorf("ParseIfMatch(*) = %v", v)
 	}
 }

@@ -3,9 +3,12 @@ package document
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/doclib/libs/validation"
 )
@@ -25,12 +28,23 @@ const WhyImport = "import"
 // the archive (doclib verify checked they are in it). created reports
 // whether it was stored: the same document again changes nothing (false),
 // another document under its id is ErrImportConflict. An import announces
-// nothing (no event): a create never does, deleted or not.
-func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error) {
+// nothing (no event): a create never does, deleted or not. A schedule
+// whose time has passed is cleared, never applied at once, and returned
+// (the same archive imported again compares without it).
+func (s *Service) Import(ctx context.Context, d Document) (Document, bool, Overdue, error) {
+	overdue := clearOverdue(&d, s.now())
+	stored, created, err := s.importDocument(ctx, d)
+	if err != nil {
+		return Document{}, false, Overdue{}, err
+	}
+	return stored, created, overdue, nil
+}
+
+func (s *Service) importDocument(ctx context.Context, d Document) (Document, bool, error) {
 	if err := checkImport(d); err != nil {
 		return Document{}, false, err
 	}
-	if err := checkImportedContent(d); err != nil {
+	if err := checkImportedContent(ctx, d); err != nil {
 		return Document{}, false, err
 	}
 	if got, err := s.store.Get(ctx, d.ID); err == nil {
@@ -39,14 +53,24 @@ func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error
 		return Document{}, false, err
 	}
 	d.Change = Change{By: d.UpdatedBy, At: d.UpdatedAt, Why: WhyImport}
-	if r, err := s.store.GetRevision(ctx, d.ID, d.Version); err == nil {
+	r, err := s.store.GetRevision(ctx, d.ID, d.Version)
+	switch {
+	case err == nil:
 		d.Change = r.Change // its last write, as its revision says
+	case !errors.Is(err, ErrRevisionNotFound) && !errors.Is(err, ErrNotFound):
+		return Document{}, false, err
 	}
+	// Without the revision of its version (imported without its history)
+	// the document's current state becomes that revision: an export lists
+	// a history down from the document's version, and would otherwise fail
+	// on this document for as long as it exists.
+	own := err != nil
 	stored, err := s.store.Create(ctx, d.ID, d.Refs(), func(nd *Document) error {
 		checked, err := s.importRefs(ctx, d)
 		if err != nil {
 			return err
 		}
+		checked.RevisionPending = own // stored by the settling job should the write below fail
 		*nd = checked
 		return nil
 	})
@@ -55,6 +79,11 @@ func (s *Service) Import(ctx context.Context, d Document) (Document, bool, error
 			return got, false, sameImport(got, d)
 		}
 		return Document{}, false, err
+	}
+	if own {
+		if err := s.store.PutRevisions(ctx, []Revision{revisionOf(stored)}); err != nil {
+			s.log.Warn("the revision of an imported document is left to the settling job", "document", d.ID, "error", err)
+		}
 	}
 	return stored, true, nil
 }
@@ -72,10 +101,12 @@ func (s *Service) ImportRevision(ctx context.Context, r Revision) error {
 	if !importableID.MatchString(r.DocumentID) {
 		errs.Add("id", "must be 1 to 64 letters, digits, '-' or '_'")
 	}
+	checkVersion(r.Version, &errs)
+	checkAuthor("by", r.Change.By, &errs)
 	if err := errs.Err(); err != nil {
 		return err
 	}
-	if err := checkContent(r.Doc); err != nil {
+	if err := checkContent(ctx, r.Doc); err != nil {
 		return err
 	}
 	// Revisions go only to a document this import creates: into one that
@@ -101,25 +132,25 @@ var importableID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // to the rules of a create: an import sets ids, dates and authors, never
 // content an editor could not have written (unsanitised HTML, a
 // javascript: link, too long a title).
-func checkImportedContent(d Document) error {
-	if err := checkContent(d); err != nil {
+func checkImportedContent(ctx context.Context, d Document) error {
+	if err := checkContent(ctx, d); err != nil {
 		return err
 	}
 	if d.Draft != nil {
-		return checkContent(*d.Draft)
+		return checkContent(ctx, *d.Draft)
 	}
 	return nil
 }
 
 // checkContent validates d's content as a create would, and refuses it
 // when the catalog would have stored it otherwise (sanitised, trimmed).
-func checkContent(d Document) error {
+func checkContent(ctx context.Context, d Document) error {
 	in := Input{Type: string(d.Type), Title: d.Title, TagsIDs: d.TagsIDs, URL: d.URL, Content: d.Content,
 		Sources: d.Sources, ImagesIDs: d.ImagesIDs, RelatedIDs: d.RelatedIDs}
 	if d.File != nil {
 		in.FileID = d.File.ID
 	}
-	v, errs := validate(in)
+	v, errs := validate(ctx, in)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -149,7 +180,55 @@ func checkImport(d Document) error {
 	if d.Status != Published && d.Status != Draft {
 		errs.Add("status", "must be published or draft")
 	}
+	checkVersion(d.Version, &errs)
+	checkAuthor("createdBy", d.CreatedBy, &errs)
+	checkAuthor("updatedBy", d.UpdatedBy, &errs)
+	checkAuthor("deletedBy", d.DeletedBy, &errs)
+	checkImportedPins("relatedIds", d.RelatedIDs, d.ID, &errs)
+	if d.Draft != nil {
+		checkImportedPins("draft.relatedIds", d.Draft.RelatedIDs, d.ID, &errs)
+	}
 	return errs.Err()
+}
+
+// MaxVersion is the largest version an import takes: 2^53 - 1, the largest
+// integer every JSON client reads exactly (RFC 7493 §2.2).
+const MaxVersion = 1<<53 - 1
+
+// MaxAuthor is the longest author name (CallerName in the API reference).
+const MaxAuthor = 1024
+
+func checkVersion(v int64, errs *validation.Errors) {
+	if v > MaxVersion {
+		errs.Add("version", "must be at most %d (got %d)", int64(MaxVersion), v)
+	}
+}
+
+func checkAuthor(field, name string, errs *validation.Errors) {
+	if n := utf8.RuneCountInString(name); n > MaxAuthor {
+		errs.Add(field, "must be at most %d characters (got %d)", MaxAuthor, n)
+	}
+}
+
+// checkImportedPins applies a write's rules on pins that need no store: at
+// most MaxPins, none repeated, not the document itself, each an id (the
+// documents pinned may come later in the archive).
+func checkImportedPins(field string, ids []string, self string, errs *validation.Errors) {
+	if len(ids) > MaxPins {
+		errs.Add(field, "must hold at most %d documents (got %d)", MaxPins, len(ids))
+		return
+	}
+	for i, id := range ids {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch j := slices.Index(ids, id); {
+		case id == self:
+			errs.Add(f, "is the document itself")
+		case j < i:
+			errs.Add(f, "repeats %s[%d]", field, j)
+		case !importableID.MatchString(id):
+			errs.Add(f, "unknown document '%s'", clip(id))
+		}
+	}
 }
 
 // importRefs checks that the tags and media d and its pending changes name

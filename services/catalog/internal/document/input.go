@@ -2,6 +2,7 @@ package document
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -49,7 +50,7 @@ type Input struct {
 // services, and returns the document fields it sets (File names only the
 // media id until the references are checked). Every failing field is
 // reported.
-func validate(in Input) (Document, validation.Errors) {
+func validate(ctx context.Context, in Input) (Document, validation.Errors) {
 	var errs validation.Errors
 	d := Document{Type: Type(in.Type)}
 
@@ -90,12 +91,16 @@ func validate(in Input) (Document, validation.Errors) {
 		}
 		d.Content = in.Content
 		if len(in.Content) <= MaxContent {
-			if d.Type == HTML {
-				d.Content = SanitizeHTML(in.Content)
-			} else {
-				d.Content = SanitizeMarkdown(in.Content)
-			}
+			clean, err := sanitize(ctx, d.Type, in.Content)
+			d.Content = clean
+			var fields validation.Errors
 			switch {
+			case errors.As(err, &fields):
+				errs = append(errs, fields...)
+			case err != nil:
+				// The request ended (its client left, its budget passed):
+				// its answer is read by no one, and nothing is stored.
+				errs.Add("content", "could not be checked before the request ended")
 			case strings.TrimSpace(in.Content) != "" && strings.TrimSpace(d.Content) == "":
 				errs.Add("content", "has nothing left once unsafe HTML (scripts, event handlers, frames) is removed")
 			case len(d.Content) > MaxContent:
@@ -144,7 +149,7 @@ func (in Input) adds() Refs {
 // document fields it sets: the write path's pure part, for tests and
 // fuzzing. Every failing field is reported at once.
 func Validate(ctx context.Context, refs References, in Input) (Document, error) {
-	d, errs := validate(in)
+	d, errs := validate(ctx, in)
 	if err := checkRefs(ctx, refs, &d, &errs); err != nil {
 		return Document{}, err
 	}
@@ -214,4 +219,14 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// sanitize returns content of type t (MARKDOWN or HTML) as the catalog
+// stores it: a validation error when it cannot be read in bounded time, the
+// context's error once ctx ends.
+func sanitize(ctx context.Context, t Type, content string) (string, error) {
+	if t == HTML {
+		return SanitizeHTML(ctx, content)
+	}
+	return SanitizeMarkdown(ctx, content)
 }

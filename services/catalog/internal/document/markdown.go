@@ -2,6 +2,7 @@ package document
 
 import (
 	"bytes"
+	"context"
 	"html"
 	"net/url"
 	"sort"
@@ -13,6 +14,8 @@ import (
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/doclib/libs/validation"
 )
 
 // SanitizeMarkdown returns md with what could run script in a client that
@@ -28,20 +31,32 @@ import (
 // GitHub Flavored Markdown (whose table cells split code spans at pipes, so
 // a link hidden in a code span for one can be live for the other), until
 // neither finds anything left to change.
-func SanitizeMarkdown(md string) string {
+//
+// Text with more inline markers than can be read in bounded time
+// (MarkupProblem) is refused with a validation error on "content" before
+// any parsing, and the parse stops with ctx's error once ctx ends.
+func SanitizeMarkdown(ctx context.Context, md string) (string, error) {
+	if msg := MarkupProblem(md); msg != "" {
+		var errs validation.Errors
+		errs.Add("content", "%s", msg)
+		return "", errs.Err()
+	}
 	for range maxMarkdownPasses {
 		out := md
 		for _, p := range markdownParsers {
-			out = sanitizeMarkdownOnce(p, out)
+			var err error
+			if out, err = sanitizeMarkdownOnce(ctx, p, out); err != nil {
+				return "", err
+			}
 		}
 		if out == md {
-			return md
+			return md, nil
 		}
 		md = out
 	}
 	// Not settled after several passes (not seen in practice): keep nothing
 	// a renderer could take for markup.
-	return html.EscapeString(md)
+	return html.EscapeString(md), nil
 }
 
 const maxMarkdownPasses = 4
@@ -63,10 +78,11 @@ func newMarkdownParser() parser.Parser {
 	for i, v := range inlines {
 		inlines[i] = util.Prioritized(spanRecorder{v.Value.(parser.InlineParser)}, v.Priority)
 	}
+	transformers := append(parser.DefaultParagraphTransformers(), util.Prioritized(stopChecker{}, 1000))
 	return parser.NewParser(
 		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
 		parser.WithInlineParsers(inlines...),
-		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+		parser.WithParagraphTransformers(transformers...),
 	)
 }
 
@@ -79,6 +95,7 @@ type span struct{ start, stop int }
 type spanRecorder struct{ parser.InlineParser }
 
 func (r spanRecorder) Parse(parent ast.Node, block text.Reader, pc parser.Context) ast.Node {
+	checkStop(pc)
 	_, seg := block.PeekLine()
 	n := r.InlineParser.Parse(parent, block, pc)
 	switch n.(type) {
@@ -106,9 +123,10 @@ type edit struct {
 	with        string
 }
 
-func sanitizeMarkdownOnce(p parser.Parser, md string) string {
+func sanitizeMarkdownOnce(ctx context.Context, p parser.Parser, md string) (_ string, err error) {
+	defer recoverStop(&err)
 	src := []byte(md)
-	pc := parser.NewContext()
+	pc := withStop(ctx)
 	doc := p.Parse(text.NewReader(src), parser.WithContext(pc))
 	spans, _ := pc.Get(spansKey).(map[ast.Node]span)
 	safe := destinationCache{}
@@ -147,7 +165,7 @@ func sanitizeMarkdownOnce(p parser.Parser, md string) string {
 		}
 		return ast.WalkContinue, nil
 	})
-	return apply(md, edits)
+	return apply(md, edits), nil
 }
 
 // rawHTMLEdits sanitises raw HTML found in segs (one per source line) and

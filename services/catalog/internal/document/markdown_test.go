@@ -2,13 +2,18 @@ package document
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"golang.org/x/net/html"
+
+	"github.com/doclib/libs/validation"
 )
 
 func TestSanitizeMarkdown(t *testing.T) {
@@ -25,7 +30,7 @@ func TestSanitizeMarkdown(t *testing.T) {
 		"| a | b |\n|---|---|\n| `x` | [y](https://ok.org) |\n",
 	}
 	for _, md := range kept {
-		if got := SanitizeMarkdown(md); got != md {
+		if got := mustMarkdown(t, md); got != md {
 			t.Errorf("SanitizeMarkdown changed safe Markdown:\n%q\n->\n%q", md, got)
 		}
 	}
@@ -49,7 +54,7 @@ func TestSanitizeMarkdown(t *testing.T) {
 		{"<a href=\"javascript:x\">a</a>\n", "a</a>\n"}, // tag by tag: a lone </a> is harmless
 	}
 	for _, c := range changed {
-		if got := SanitizeMarkdown(c.in); got != c.want {
+		if got := mustMarkdown(t, c.in); got != c.want {
 			t.Errorf("SanitizeMarkdown(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
@@ -59,7 +64,10 @@ func TestSanitizeMarkdown(t *testing.T) {
 // its own: the result rendered to HTML by goldmark (raw HTML passed
 // through, as CommonMark and as GFM) has no element, attribute or URL that
 // can run script; sanitising again changes nothing; and Markdown that
-// cannot hold markup or a scheme comes back as it was.
+// cannot hold markup or a scheme comes back as it was. Each input is
+// answered within fuzzTimeLimit, refused or sanitised: the seeds hold the
+// runs of emphasis and link openers, and the nestings, that make a
+// Markdown reader's work grow faster than its input.
 func FuzzSanitizeMarkdown(f *testing.F) {
 	for _, s := range []string{"# T\n\n*x* [l](https://e.org)", "<script>alert(1)</script>", "[x](javascript:alert(1))",
 		"![x](data:image/svg+xml;base64,PHN2Zz4=)", "<javascript:alert(1)>", "[a]: javascript:x\n\n[a]",
@@ -67,9 +75,15 @@ func FuzzSanitizeMarkdown(f *testing.F) {
 		"<div onclick=x>\n*a*\n</div>", "<!-- c --><?php ?><![CDATA[x]]>", "[x](java&#x73;cript:1)", "<img src=x onerror=y>"} {
 		f.Add(s)
 	}
+	for _, s := range adversarialMarkdown {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, md string) {
-		got := SanitizeMarkdown(md)
-		if again := SanitizeMarkdown(got); again != got {
+		got, ok := timedMarkdown(t, md)
+		if !ok {
+			return // refused as too dense, in time
+		}
+		if again := mustMarkdown(t, got); again != got {
 			t.Fatalf("SanitizeMarkdown(%q) = %q, then %q", md, got, again)
 		}
 		if !strings.ContainsAny(md, "<](") && got != md { // no HTML, no link
@@ -88,6 +102,64 @@ func FuzzSanitizeMarkdown(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzTimeLimit is the time one fuzz input may take to be sanitised or
+// refused (the fuzzer's inputs are at most a few kilobytes; the seeds up to
+// 64 KiB).
+const fuzzTimeLimit = 2 * time.Second
+
+// adversarialMarkdown repeats, up to 64 KiB, the openers and nestings whose
+// pairing is quadratic or worse in a Markdown reader.
+var adversarialMarkdown = func() []string {
+	var out []string
+	for _, unit := range []string{"*a_", "_a*", "**a__", "[](", "![](", "[a", "](", "<a ", "`a``", "~~a", "> *a_",
+		"[*a_](", "- [", "<!--", "*[_", "\\*a_", "&#x2a;a_", "[x]: <", "*a_\n", "*a_\n\n"} {
+		out = append(out, strings.Repeat(unit, 64<<10/len(unit)))
+	}
+	for _, nest := range [][2]string{{"[", "](x)"}, {"*", "*"}, {"> ", ""}, {"- ", ""}, {"<div>", "</div>"}, {"![", "](x)"}} {
+		out = append(out, strings.Repeat(nest[0], 4096)+"a"+strings.Repeat(nest[1], 4096))
+	}
+	return out
+}()
+
+// timedMarkdown sanitises md, which must be done, or refused as too dense,
+// within fuzzTimeLimit; ok is false when it was refused.
+func timedMarkdown(t *testing.T, md string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), fuzzTimeLimit)
+	defer cancel()
+	start := time.Now()
+	got, err := SanitizeMarkdown(ctx, md)
+	if took := time.Since(start); took > fuzzTimeLimit || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SanitizeMarkdown(%d bytes, %.40q...) took %v, more than %v", len(md), md, took, fuzzTimeLimit)
+	}
+	var fields validation.Errors
+	if errors.As(err, &fields) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatalf("SanitizeMarkdown(%.40q...): %v", md, err)
+	}
+	return got, true
+}
+
+func mustMarkdown(t *testing.T, md string) string {
+	t.Helper()
+	got, err := SanitizeMarkdown(context.Background(), md)
+	if err != nil {
+		t.Fatalf("SanitizeMarkdown(%.60q...): %v", md, err)
+	}
+	return got
+}
+
+func mustHTML(t *testing.T, in string) string {
+	t.Helper()
+	got, err := SanitizeHTML(context.Background(), in)
+	if err != nil {
+		t.Fatalf("SanitizeHTML(%.60q...): %v", in, err)
+	}
+	return got
 }
 
 // hasControl: a destination with an ASCII control does not parse as a URL,
@@ -145,7 +217,8 @@ func unsafeHTML(doc string) string {
 
 // FuzzSanitizeHTML checks the HTML sanitiser with the same oracle: nothing
 // that can run script is left, and the stored text, sent back in a PATCH,
-// sanitises to itself.
+// sanitises to itself; each input within fuzzTimeLimit, the seeds holding
+// unclosed and nested tags, comments and attributes by the thousand.
 func FuzzSanitizeHTML(f *testing.F) {
 	for _, s := range []string{`<p onclick="x()">Hi <a href="javascript:alert(1)">bad</a></p>`, `<script>alert(1)</script>`,
 		`<img src="data:image/png;base64,iVBORw0KGgo=">`, `<img src="data:image/svg+xml;base64,PHN2Zz4=">`,
@@ -153,13 +226,63 @@ func FuzzSanitizeHTML(f *testing.F) {
 		`<a href="java&#x09;script:alert(1)">x</a>`, `<math><mi xlink:href="javascript:x">y</mi></math>`} {
 		f.Add(s)
 	}
+	for _, unit := range []string{"<a ", "<b><i>", "<!--", "<a href=x>", "&amp", "<p title='", "<table><tr><td>", "</p>", "<svg><p>", "<a href=\"javascript:"} {
+		f.Add(strings.Repeat(unit, 64<<10/len(unit)))
+	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := SanitizeHTML(in)
+		ctx, cancel := context.WithTimeout(context.Background(), fuzzTimeLimit)
+		defer cancel()
+		start := time.Now()
+		out, err := SanitizeHTML(ctx, in)
+		if took := time.Since(start); took > fuzzTimeLimit || err != nil {
+			t.Fatalf("SanitizeHTML(%d bytes, %.40q...) took %v (%v), more than %v", len(in), in, took, err, fuzzTimeLimit)
+		}
 		if bad := unsafeHTML(out); bad != "" {
 			t.Fatalf("SanitizeHTML(%q) = %q, which has %s", in, out, bad)
 		}
-		if again := SanitizeHTML(out); again != out {
+		if again := mustHTML(t, out); again != out {
 			t.Fatalf("SanitizeHTML(%q) = %q, then %q", in, out, again)
 		}
 	})
+}
+
+// TestMarkupProblem: a paragraph's markers are bounded, and so is the sum
+// of their squares over the text; blank lines (in a quote too) end a
+// paragraph, escaped markers are text, and 1 MiB of ordinary Markdown is
+// far from either bound.
+func TestMarkupProblem(t *testing.T) {
+	ordinary := "Some *emphasis*, a [link](https://example.org/page) and `code`, then **more** words of an article.\n\n"
+	for _, tc := range []struct {
+		name, md string
+		refused  bool
+	}{
+		{"ordinary 1 MiB", strings.Repeat(ordinary, MaxContent/len(ordinary)), false},
+		{"one long ordinary paragraph", strings.Repeat("a *b* [c](d) ", 250), false},
+		{"a paragraph at the bound", strings.Repeat("*", maxParagraphMarkers), false},
+		{"a paragraph over it", strings.Repeat("*a_", maxParagraphMarkers/2+1), true},
+		{"escaped markers are text", strings.Repeat(`\*a\_`, 100000), false},
+		{"quoted paragraphs", strings.Repeat("> "+strings.Repeat("*a_", 1000)+"\n>\n", 3), false},
+		{"a quote without blank lines", strings.Repeat("> "+strings.Repeat("*a_", 1000)+"\n", 3), true},
+		{"many paragraphs near the bound", strings.Repeat(strings.Repeat("[](", 1400)+"\n\n", 12), true},
+		{"a table of links", strings.Repeat("| [a](b) | `c` |\n", 300), false},
+		{"lists nested on a line", "- - 1. > " + strings.Repeat("- ", maxNesting-4) + "a\n", false},
+		{"too deep on a line", strings.Repeat("- ", maxNesting+1) + "a", true},
+		{"quotes too deep", strings.Repeat("> ", 4096) + "a", true},
+		{"a long list", strings.Repeat("- [a](b) *c*\n", 20000), false},
+	} {
+		if got := MarkupProblem(tc.md); (got != "") != tc.refused {
+			t.Errorf("%s: MarkupProblem = %q, want refused %v", tc.name, got, tc.refused)
+		}
+	}
+}
+
+// TestDenseMarkupIsRefusedBeforeParsing: SanitizeMarkdown refuses, as a
+// validation error on content and at once, what MarkupProblem names.
+func TestDenseMarkupIsRefusedBeforeParsing(t *testing.T) {
+	start := time.Now()
+	_, err := SanitizeMarkdown(context.Background(), strings.Repeat("*a_", 200000))
+	var fields validation.Errors
+	if !errors.As(err, &fields) || len(fields) != 1 || fields[0].Field != "content" || time.Since(start) > time.Second {
+		t.Fatalf("SanitizeMarkdown(600 KB of *a_) = %v after %v, want a content error at once", err, time.Since(start))
+	}
 }

@@ -52,8 +52,8 @@ func TestRenderPreviewMatchesWhatIsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Content != SanitizeMarkdown(in) {
-		t.Errorf("preview content %q, stored would be %q", p.Content, SanitizeMarkdown(in))
+	if p.Content != mustMarkdown(t, in) {
+		t.Errorf("preview content %q, stored would be %q", p.Content, mustMarkdown(t, in))
 	}
 }
 

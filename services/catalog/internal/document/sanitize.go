@@ -1,9 +1,11 @@
 package document
 
 import (
+	"context"
 	"encoding/base64"
 	"net/url"
 	"regexp"
+	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 )
@@ -36,4 +38,16 @@ var htmlPolicy = func() *bluemonday.Policy {
 var dataImage = regexp.MustCompile(`^image/(gif|jpeg|png|webp);base64,`)
 
 // SanitizeHTML returns html with everything that can run script removed.
-func SanitizeHTML(html string) string { return htmlPolicy.Sanitize(html) }
+// The sanitiser reads the text as it goes, and stops with ctx's error once
+// ctx ends.
+func SanitizeHTML(ctx context.Context, html string) (string, error) {
+	if strings.TrimSpace(html) == "" {
+		return html, nil
+	}
+	var out strings.Builder
+	out.Grow(len(html))
+	if err := htmlPolicy.SanitizeReaderToWriter(ctxReader{ctx, strings.NewReader(html)}, &out); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}

@@ -51,7 +51,7 @@ func NewID() string {
 // returns the document fields it sets. Every failing field is reported at
 // once.
 func (s *Service) check(ctx context.Context, in Input, self string, stored []string, draft bool) (Document, schedule, error) {
-	d, errs := validate(in)
+	d, errs := validate(ctx, in)
 	sc := checkSchedule(in, draft, s.now(), &errs)
 	if err := checkRefs(ctx, s.refs, &d, &errs); err != nil {
 		return Document{}, sc, err
@@ -70,7 +70,7 @@ func (s *Service) check(ctx context.Context, in Input, self string, stored []str
 // with it (keyed.go).
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	draft := drafting(in, nil)
-	if _, errs := validate(in); len(errs) > 0 {
+	if _, errs := validate(ctx, in); len(errs) > 0 {
 		// A body wrong in itself writes nothing; its references are asked
 		// about too, so that one answer names every failing field.
 		_, _, err := s.check(ctx, in, "", nil, draft)
@@ -157,8 +157,11 @@ func (s *Service) Delete(ctx context.Context, id string) (Document, bool, error)
 }
 
 // Restore brings a document back from the trash (a no-op on a live one).
-// Media gone or being deleted meanwhile are dropped (refs.go).
-func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
+// Media gone or being deleted meanwhile are dropped (refs.go). A schedule
+// whose time passed in the trash is cleared, never applied at once, and
+// returned.
+func (s *Service) Restore(ctx context.Context, id string) (Document, Overdue, error) {
+	var overdue Overdue
 	d, err := s.store.Update(ctx, id, Refs{}, s.write(ctx, WhyRestore, func(d *Document) error {
 		if !d.IsDeleted {
 			return ErrUnchanged
@@ -173,9 +176,10 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, error) {
 		}
 		d.IsDeleted, d.DeletedAt, d.DeletedBy = false, time.Time{}, ""
 		d.UpdatedAt, d.UpdatedBy = s.after(d.UpdatedAt), identity.Name(ctx)
+		overdue = clearOverdue(d, s.now())
 		return nil
 	}))
-	return d, err
+	return d, overdue, err
 }
 
 // TagsDeleted applies the deletion of tags (their events) to every

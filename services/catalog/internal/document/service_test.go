@@ -97,12 +97,12 @@ func TestUpdateDeleteRestore(t *testing.T) {
 	}
 	// Its media is being deleted meanwhile: it comes back without it.
 	w.Media(document.Media{ID: "pdf", MimeType: "application/pdf", Deleting: true})
-	r, err := svc.Restore(ctx, d.ID)
+	r, _, err := svc.Restore(ctx, d.ID)
 	testkit.Must(t, err, "Restore")
 	if r.IsDeleted || !r.DeletedAt.IsZero() || r.File != nil || strings.Join(r.TagsIDs, ",") != "b" {
 		t.Errorf("restored %+v, want live without its file", r)
 	}
-	again, err := svc.Restore(ctx, d.ID)
+	again, _, err := svc.Restore(ctx, d.ID)
 	if err != nil || again.Seq != r.Seq {
 		t.Errorf("restore of a live document = %+v, %v; want a no-op", again, err)
 	}
@@ -289,7 +289,7 @@ func TestWhoChangedIt(t *testing.T) {
 	w.Untag("a")
 	_, err = svc.TagsDeleted(context.Background(), []string{"a"})
 	testkit.Must(t, err, "TagsDeleted")
-	r, err := svc.Restore(as("dave"), d.ID)
+	r, _, err := svc.Restore(as("dave"), d.ID)
 	testkit.Must(t, err, "Restore")
 	if r.CreatedBy != "alice" || r.UpdatedBy != "dave" || r.DeletedBy != "" || !r.DeletedAt.IsZero() || strings.Join(r.TagsIDs, ",") != "b" {
 		t.Errorf("restored by dave: %+v", r)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/services/catalog/internal/document"
@@ -23,6 +24,11 @@ type documentInput struct {
 	RelatedIDs []string `json:"relatedIds"`
 	editorialInput
 }
+
+// ReadShapes: a client may send back the back-office detail it read, its
+// read-only fields (id, createdAt, version...) included; any other member
+// is a 422 (httpx.ReadShaped).
+func (documentInput) ReadShapes() []any { return []any{documentAdmin{}} }
 
 func (in documentInput) domain() document.Input {
 	return document.Input{Type: in.Type, Title: in.Title, TagsIDs: in.TagsIDs, URL: in.URL,
@@ -91,6 +97,27 @@ type documentAdmin struct {
 	RelatedIDs []string `json:"relatedIds"`
 	audit
 	editorial
+}
+
+// clearingAnswer is the back-office detail of a restored or imported
+// document whose overdue schedule was cleared, and what was cleared.
+type clearingAnswer struct {
+	documentAdmin
+	ClearedSchedule *clearedSchedule `json:"clearedSchedule,omitempty"`
+}
+
+type clearedSchedule struct {
+	PublishAt   string `json:"publishAt,omitempty"`
+	UnpublishAt string `json:"unpublishAt,omitempty"`
+	Reason      string `json:"reason"`
+}
+
+// optionalTime is a date as the API writes it, "" for none.
+func optionalTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return httpx.FormatTime(t)
 }
 
 type mediaUsage struct {

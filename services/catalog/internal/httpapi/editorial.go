@@ -134,15 +134,27 @@ func (h *Handler) registerEditorial(b gin.IRouter) {
 
 // precondition carries a back-office write's If-Match into its context
 // (document.IfMatch): the store refuses the write if the document is at
-// another version. Without If-Match, writes are made as before.
-func precondition(c *gin.Context) {
+// another version. A tag of the back-office detail (version and digest) is
+// compared whole with the detail's tag now; one that differs names no
+// version. Without If-Match, writes are made as before.
+func (h *Handler) precondition(c *gin.Context) {
 	if c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead ||
 		!strings.HasPrefix(c.Request.URL.Path, "/bo/") {
 		return
 	}
-	if v := c.GetHeader("If-Match"); v != "" {
-		c.Request = c.Request.WithContext(document.IfMatch(c.Request.Context(), document.ParseIfMatch(v)))
+	v := c.GetHeader("If-Match")
+	if v == "" {
+		return
 	}
+	var current func(string) bool
+	if id := c.Param("id"); id != "" && strings.Contains(v, ".") {
+		if d, err := h.svc.Get(c, id); err == nil {
+			if r, err := h.detailRendering(&d); err == nil {
+				current = r.HasETag
+			}
+		}
+	}
+	c.Request = c.Request.WithContext(document.IfMatch(c.Request.Context(), document.ParseIfMatch(v, current)))
 }
 
 // boDetail serves the back-office detail from the store (the replica's
@@ -154,14 +166,24 @@ func (h *Handler) boDetail(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	body, err := json.Marshal(toDetailOf(h.lib.Current(), &d, true))
+	r, err := h.detailRendering(&d)
 	if err != nil {
 		fail(c, err)
 		return
 	}
+	r.Serve(c.Writer, c.Request, rendering.Private)
+}
+
+// detailRendering is d's back-office detail, tagged with its version and
+// a digest of the body.
+func (h *Handler) detailRendering(d *document.Document) (*rendering.Rendering, error) {
+	body, err := json.Marshal(toDetailOf(h.lib.Current(), d, true))
+	if err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(body)
 	etag := fmt.Sprintf(`"%d.%s"`, d.Version, hex.EncodeToString(sum[:6]))
-	rendering.NewWithETag(rendering.JSONType, body, etag).Serve(c.Writer, c.Request, rendering.Private)
+	return rendering.NewWithETag(rendering.JSONType, body, etag), nil
 }
 
 // editorialWrite serves a publication route: no body, the document after.

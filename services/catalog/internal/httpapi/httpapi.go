@@ -62,7 +62,7 @@ func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
 // but the downloads (which stream a media's bytes) shares one time budget
 // per request (httpx.Budget).
 func (h *Handler) Register(r gin.IRouter) {
-	b := r.Group("", httpx.Budget(httpx.RequestBudget), precondition)
+	b := r.Group("", httpx.Budget(httpx.RequestBudget), h.precondition)
 	httpx.GET(b, "/public/documents", h.list(false))
 	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
@@ -195,6 +195,20 @@ func toDetailOf(s *library.Snapshot, d *document.Document, admin bool) any {
 	return toDetail(*d, related)
 }
 
+// writtenClearing is written for a restore or an import, whose answer
+// also says which overdue schedule it cleared (clearedSchedule).
+func (h *Handler) writtenClearing(c *gin.Context, status int, d document.Document, o document.Overdue) {
+	if !o.Any() {
+		h.written(c, status, d)
+		return
+	}
+	h.lib.Put(d)
+	c.Header("ETag", document.ETag(d.Version))
+	c.JSON(status, clearingAnswer{documentAdmin: toDetailOf(h.lib.Current(), &d, true).(documentAdmin),
+		ClearedSchedule: &clearedSchedule{PublishAt: optionalTime(o.PublishAt), UnpublishAt: optionalTime(o.UnpublishAt),
+			Reason: "its time had passed: a past time is never taken as now; schedule it again, or publish it now"}})
+}
+
 // written puts a document this replica wrote into its memory, and answers
 // it as the back-office sees it.
 func (h *Handler) written(c *gin.Context, status int, d document.Document) {
@@ -244,12 +258,12 @@ func (h *Handler) delete(c *gin.Context) {
 }
 
 func (h *Handler) restore(c *gin.Context) {
-	d, err := h.svc.Restore(c, c.Param("id"))
+	d, overdue, err := h.svc.Restore(c, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	h.written(c, http.StatusOK, d)
+	h.writtenClearing(c, http.StatusOK, d, overdue)
 }
 
 // sync serves a page of the sync feed (library/sync.go), conditional and

@@ -158,7 +158,7 @@ func (h *Handler) finishImport(c *gin.Context, d document.Document, errs validat
 		fail(c, err)
 		return
 	}
-	stored, created, err := h.svc.Import(c, d)
+	stored, created, overdue, err := h.svc.Import(c, d)
 	if err != nil {
 		fail(c, err)
 		return
@@ -167,7 +167,7 @@ func (h *Handler) finishImport(c *gin.Context, d document.Document, errs validat
 	if created {
 		status = http.StatusCreated
 	}
-	h.written(c, status, stored)
+	h.writtenClearing(c, status, stored, overdue)
 }
 
 func (h *Handler) importRevision(c *gin.Context) {

@@ -50,3 +50,25 @@ func TestPreviewsTakeTurns(t *testing.T) {
 		t.Errorf("a preview once the budget is free: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestAPreviewTooDenseInMarkupIsRefusedAtOnce: Markdown whose reading
+// grows with the square of its length (emphasis or link openers that never
+// pair up, 600 KB of them) is a 422 naming the content, answered at once
+// instead of pinning a core for minutes.
+func TestAPreviewTooDenseInMarkupIsRefusedAtOnce(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	h := &Handler{previews: newPreviewSlots()}
+	engine := gin.New()
+	engine.POST(PreviewPath, h.preview)
+	for _, unit := range []string{"*a_", "[](", "![](", "_a*"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, PreviewPath, strings.NewReader(`{"type":"MARKDOWN","content":"`+strings.Repeat(unit, 200000)+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		start := time.Now()
+		engine.ServeHTTP(rec, req)
+		if took := time.Since(start); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `"field":"content"`) ||
+			!strings.Contains(rec.Body.String(), "blank line") || took > 2*time.Second {
+			t.Errorf("%q repeated: %d after %v %.300s, want a 422 on content at once", unit, rec.Code, took, rec.Body)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func TestSyncSkipsNothing(t *testing.T) {
 				case i%4 == 2:
 					d, _, err = svc.Delete(ctx, id)
 				default:
-					d, err = svc.Restore(ctx, id)
+					d, _, err = svc.Restore(ctx, id)
 				}
 				if err == nil {
 					put(d)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doclib/libs/validation"
 	"github.com/doclib/services/media/internal/media"
 )
 
@@ -34,5 +35,30 @@ func TestImportOverTheLimitReadsNoByte(t *testing.T) {
 	}
 	if _, err := a.store.Get(context.Background(), rec.ID); !errors.Is(err, media.ErrNotFound) {
 		t.Errorf("the refused media is stored: %v", err)
+	}
+}
+
+// TestImportAppliesTheUploadRules: an imported record whose name an upload
+// would not keep (a path, a line break) or whose authors are over 1,024
+// characters is refused, naming the field, before a byte is read; nothing
+// is kept.
+func TestImportAppliesTheUploadRules(t *testing.T) {
+	a := newAPI(t, media.Config{MaxSize: 1 << 20})
+	for _, tc := range []struct{ name, createdBy, field string }{
+		{"../../etc/passwd", "alice", "name"},
+		{"a\r\nb.png", "alice", "name"},
+		{"ok.png", strings.Repeat("a", 5000), "createdBy"},
+	} {
+		rec := media.Media{ID: media.NewID(), Name: tc.name, MimeType: "image/png", Size: 10,
+			SHA256: strings.Repeat("a", 64), CreatedAt: time.Now().UTC(), CreatedBy: tc.createdBy}
+		body := &countingReader{}
+		_, _, err := a.svc.Import(context.Background(), rec, body)
+		var fields validation.Errors
+		if !errors.As(err, &fields) || len(fields) != 1 || fields[0].Field != tc.field || body.n != 0 {
+			t.Errorf("name %q, createdBy of %d: %v after %d bytes read, want one error on %s", tc.name, len(tc.createdBy), err, body.n, tc.field)
+		}
+		if _, err := a.store.Get(context.Background(), rec.ID); !errors.Is(err, media.ErrNotFound) {
+			t.Errorf("the refused media is stored: %v", err)
+		}
 	}
 }

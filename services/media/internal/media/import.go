@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
+
+	"github.com/doclib/libs/validation"
 )
 
 // ErrImportConflict is an import of a media whose id, or whose bytes,
@@ -41,6 +44,9 @@ func (e *TypeMismatchError) Error() string {
 func (s *Service) Import(ctx context.Context, rec Media, r io.Reader) (Media, bool, error) {
 	if !ValidID(rec.ID) || rec.Name == "" || len(rec.SHA256) != 64 || rec.CreatedAt.IsZero() {
 		return Media{}, false, ErrInvalidImport
+	}
+	if err := checkImportRecord(rec); err != nil {
+		return Media{}, false, err
 	}
 	look, cancel := context.WithTimeout(ctx, DBBudget)
 	got, err := s.store.Get(look, rec.ID)
@@ -78,4 +84,24 @@ func sameImport(stored, imported Media) error {
 		return nil
 	}
 	return ErrImportConflict
+}
+
+// maxAuthor is the longest author name (CallerName in the API reference).
+const maxAuthor = 1024
+
+// checkImportRecord applies an upload's rules to an imported record: its
+// name is one an upload keeps (CleanName: no directory, no control or
+// line-break character...), its authors at most maxAuthor characters.
+func checkImportRecord(rec Media) error {
+	var errs validation.Errors
+	if clean := CleanName(rec.Name); clean != rec.Name {
+		errs.Add("name", "is not a name an upload keeps (no directories, control characters or line breaks, at most %d characters): it would be '%s'",
+			MaxNameChars, clean)
+	}
+	for _, a := range [...]struct{ field, name string }{{"createdBy", rec.CreatedBy}, {"updatedBy", rec.UpdatedBy}} {
+		if n := utf8.RuneCountInString(a.name); n > maxAuthor {
+			errs.Add(a.field, "must be at most %d characters (got %d)", maxAuthor, n)
+		}
+	}
+	return errs.Err()
 }

@@ -1,0 +1,73 @@
+package httpapi_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/doclib/libs/testkit"
+)
+
+// A draft whose publishAt passed while it was in the trash is restored a
+// draft, its schedule cleared and the answer saying so; the schedule then
+// publishes nothing. publishAt may be written with a lower-case t and z
+// (RFC 3339 §5.6).
+func TestARestoredDraftIsNotPublishedByAnOverdueSchedule(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	at := strings.ToLower(time.Now().Add(time.Second).UTC().Format("2006-01-02T15:04:05.000Z"))
+	d := r.create(linkBody("later", `,"status":"draft","publishAt":"`+at+`"`))
+	if d.Status != "draft" {
+		t.Fatalf("created %+v, want a draft", d)
+	}
+	r.must("DELETE", "/bo/documents/"+d.ID, "", 204)
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := r.svc.RunSchedule(context.Background(), time.Now(), 10); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Status, PublishAt string
+		ClearedSchedule   *struct{ PublishAt, Reason string }
+	}
+	r.must("POST", "/bo/documents/"+d.ID+"/restore", "", 200).json(t, &got)
+	if got.Status != "draft" || got.PublishAt != "" || got.ClearedSchedule == nil || got.ClearedSchedule.PublishAt == "" {
+		t.Errorf("restored: %+v, want a draft without publishAt, the answer naming the cleared schedule", got)
+	}
+	if _, err := r.svc.RunSchedule(context.Background(), time.Now(), 10); err != nil {
+		t.Fatal(err)
+	}
+	r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).json(t, &got)
+	if got.Status != "draft" {
+		t.Errorf("after the schedule ran: %s, want draft", got.Status)
+	}
+	if _, seen := r.publicTitles()[d.ID]; seen {
+		t.Error("the restored draft is public")
+	}
+}
+
+// An imported draft whose publishAt has passed is stored a draft, its
+// schedule cleared and the answer saying so; the same entry again is 200.
+func TestAnImportedDraftIsNotPublishedByAnOverdueSchedule(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	doc := `{"id":"late","title":"Late","type":"LINK","url":"https://example.org/l","tagsIds":[],"sources":[],"relatedIds":[],` +
+		`"isDeleted":false,"createdAt":"2026-01-20T09:00:03.118Z","updatedAt":"2026-01-20T09:00:04.118Z","createdBy":"alice",` +
+		`"updatedBy":"bob","status":"draft","version":1,"publishAt":"2026-01-21T09:00:00.000Z","draft":null}`
+	var got struct {
+		Status, PublishAt string
+		ClearedSchedule   *struct{ PublishAt string }
+	}
+	r.must("PUT", "/bo/import/documents/late", doc, 201).json(t, &got)
+	if got.Status != "draft" || got.PublishAt != "" || got.ClearedSchedule == nil || got.ClearedSchedule.PublishAt != "2026-01-21T09:00:00.000Z" {
+		t.Errorf("imported: %+v, want a draft without publishAt, the answer naming the cleared schedule", got)
+	}
+	r.must("PUT", "/bo/import/documents/late", doc, 200)
+	if _, err := r.svc.RunSchedule(context.Background(), time.Now(), 10); err != nil {
+		t.Fatal(err)
+	}
+	r.must("GET", "/bo/documents/late/detail", "", 200).json(t, &got)
+	if got.Status != "draft" {
+		t.Errorf("after the schedule ran: %s, want draft", got.Status)
+	}
+}
