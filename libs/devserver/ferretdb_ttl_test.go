@@ -81,7 +81,11 @@ func startTTLDatabase(t *testing.T, bin, dir string) (stop func(), coll *mongo.C
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	return p.Stop, connect(t, db.URI, 0).Database("ttl").Collection("keys")
+	c := connect(t, db.URI, 0)
+	// The client goes first: one left connected to a stopped server
+	// would wait for it to end its sessions.
+	stop = func() { _ = c.Disconnect(context.Background()); p.Stop() }
+	return stop, c.Database("ttl").Collection("keys")
 }
 
 func insert(t *testing.T, coll *mongo.Collection, docs ...bson.D) {
