@@ -4,6 +4,7 @@
 package pages
 
 import (
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -88,6 +89,8 @@ var funcs = template.FuncMap{
 	"list": func(s []string) string { return strings.Join(s, ", ") },
 	"size": size,
 	"has":  slices.Contains[[]string],
+	"when": when,
+	"kind": kind,
 }
 
 // Register adds the console's routes to r.
@@ -110,6 +113,8 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/preview", p.requireEditor, p.livePreview)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+	g.POST("/documents/:id/unpublish", p.requireEditor, p.editorialAction("unpublished", unpublish))
+	g.POST("/documents/:id/discard", p.requireEditor, p.editorialAction("discarded", discard))
 	g.GET("/documents/:id/revisions", p.revisionsPage)
 	g.GET("/documents/:id/revisions/:rev", p.revisionPage)
 	g.POST("/documents/:id/revisions/:rev/restore", p.requireEditor, p.restoreRevision)
@@ -184,4 +189,16 @@ func (fs noListing) Open(name string) (http.File, error) {
 		return nil, os.ErrNotExist
 	}
 	return f, nil
+}
+
+// writing is the session and the API deadline of a one-click write; a
+// request without a session is answered here (ok false).
+func (p *Pages) writing(c *gin.Context) (session.Session, context.Context, context.CancelFunc, bool) {
+	s, ok := current(c)
+	if !ok {
+		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
+		return s, nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	return s, ctx, cancel, true
 }
