@@ -17,7 +17,7 @@ import (
 // without losing the edit, a draft saved, scheduled and published, a
 // document unpublished, each state shown as a badge.
 func TestConsoleEditorialWorkflow(t *testing.T) {
-	st := NewStack(t, nil)
+	st := NewStack(t, map[string][]string{"console": {"CONSOLE_SESSION_KEY=" + strings.Repeat("e2e-session-key-", 3)}})
 	b := newBrowser(t)
 	b.failShot(t)
 	axe := axeSource(t)
@@ -30,6 +30,11 @@ func TestConsoleEditorialWorkflow(t *testing.T) {
 	})
 	t.Run("a draft saved, scheduled, published and unpublished", func(t *testing.T) {
 		draftToPublished(t, b, st, axe, admin)
+	})
+	t.Run("a restart of the console keeps the session", func(t *testing.T) {
+		st.Stop("console")
+		st.Start("console")
+		b.run(t, "documents after the restart", chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.ID("filters")))
 	})
 }
 

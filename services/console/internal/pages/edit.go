@@ -84,12 +84,66 @@ func (d editData) Live() *boclient.Document {
 	return &l
 }
 
-// FieldError is the API's message about field, for the template.
+// FieldError is the API's message about field, in the form's words, for
+// the template to show next to it.
 func (d editData) FieldError(field string) string {
 	if d.Err == nil {
 		return ""
 	}
-	return d.Err.Field(field)
+	var out []string
+	for _, fe := range d.Err.Errors {
+		if fe.Field == field || strings.HasPrefix(fe.Field, field+"[") || strings.HasPrefix(fe.Field, field+".") {
+			out = append(out, sentence(fieldLabels[field], fe.Message))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// fieldLabels are the labels of the form's fields, by the API's names:
+// the errors about them are said next to them, in these words.
+var fieldLabels = map[string]string{"title": "The title", "url": "The address", "fileId": "The PDF file",
+	"content": "The content", "sources": "The sources", "imagesIds": "An attached image", "tagsIds": "A tag",
+	"relatedIds": "A pinned document", "publishAt": "The publication time", "unpublishAt": "The unpublication time"}
+
+// sentence is an API message about a field as a sentence: "is required"
+// becomes "The title is required."; a message that is a sentence already
+// (a capital first) is kept.
+func sentence(label, msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return ""
+	}
+	if r := msg[0]; r < 'A' || r > 'Z' {
+		if label == "" {
+			label = "This field"
+		}
+		msg = label + " " + msg
+	}
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}
+
+// pageError is the error the top of the edit page says: the problem's
+// detail, and only the field errors the form shows nowhere else (each
+// error is said once, next to its field when it has one).
+func pageError(e *boclient.APIError) *boclient.APIError {
+	if e == nil {
+		return nil
+	}
+	top := *e
+	top.Errors = nil
+	for _, fe := range e.Errors {
+		name, _, _ := strings.Cut(strings.SplitN(fe.Field, "[", 2)[0], ".")
+		if _, shown := fieldLabels[name]; !shown {
+			top.Errors = append(top.Errors, boclient.FieldError{Message: sentence("", fe.Message)})
+		}
+	}
+	if len(e.Errors) > len(top.Errors) && e.Status == 422 {
+		top.Detail = "Nothing was saved: the fields marked below need attention."
+	}
+	return &top
 }
 
 // formOf is the form of d: its pending changes when it has some (the
@@ -172,11 +226,14 @@ func (p *Pages) choices(ctx context.Context, token string, d *editData) error {
 // showForm renders the edit page for d with status.
 func (p *Pages) showForm(c *gin.Context, status int, d editData) {
 	d.Types = Types
-	title := "New " + d.Form.Type + " document"
+	title := "New " + strings.ToLower(kind(d.Form.Type))
 	if d.Form.ID != "" {
-		title = "Edit " + d.Form.Type + " document"
+		title = d.Form.Title
+		if title == "" {
+			title = kind(d.Form.Type)
+		}
 	}
-	p.render(c, status, "edit", view{Title: title, Notice: done(c.Query("done")), Error: d.Err, Data: d})
+	p.render(c, status, "edit", view{Title: title, Notice: done(c.Query("done")), Error: pageError(d.Err), Data: d})
 }
 
 func (p *Pages) newDocument(c *gin.Context) {

@@ -187,9 +187,9 @@ func attachment(disposition string) string {
 func size(n int64) string {
 	switch {
 	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		return fmt.Sprintf("%.0f KB", float64(n)/(1<<10))
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }

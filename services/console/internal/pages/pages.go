@@ -42,6 +42,9 @@ type Config struct {
 	SecureCookie bool
 	// TokenSignIn offers the sign-in with a back-office API token.
 	TokenSignIn bool
+	// Development says the deployment is a development one (make dev):
+	// the sign-in page names its tokens.
+	Development bool
 	// OIDC, when not nil, offers the sign-in at the OpenID provider.
 	OIDC *signin.Provider
 	// Origin is where browsers reach the console (scheme and host).
