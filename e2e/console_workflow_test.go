@@ -31,6 +31,9 @@ func TestConsoleEditorialWorkflow(t *testing.T) {
 	t.Run("a draft saved, scheduled, published and unpublished", func(t *testing.T) {
 		draftToPublished(t, b, st, axe, admin)
 	})
+	t.Run("long values never make a page wider than the screen", func(t *testing.T) {
+		longValues(t, b, st, axe, admin)
+	})
 	t.Run("a restart of the console keeps the session", func(t *testing.T) {
 		st.Stop("console")
 		st.Start("console")
@@ -77,6 +80,13 @@ func pendingEditKept(t *testing.T, b *browser, st *Stack, axe, admin string) {
 	// Edited again and published from the console: one click.
 	st.Must("PATCH", "/bo/documents/"+d.ID, map[string]any{"type": "LINK", "title": "Retention schedule (draft)",
 		"url": "https://example.org/retention", "draft": true}, 200)
+	// The history marks the published version (4: create, pending,
+	// console's save, publish) live, not the newer pending changes (5).
+	b.run(t, "history", chromedp.Navigate(admin+"/documents/"+d.ID+"/revisions"), chromedp.WaitVisible(chromedp.CSS("table.revisions")))
+	if live := get(t, b, "live rows", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("tr:has(.badge.published)")).map(r => r.id)`)); len(live) != 1 || live[0] != "revision-4" {
+		t.Errorf("the history marks %v live, want [revision-4]", live)
+	}
+	b.accessible(t, axe, "history")
 	b.run(t, "publish from the console", chromedp.Navigate(admin+"/documents/"+d.ID), chromedp.WaitVisible(chromedp.ID("title")),
 		chromedp.SetValue(chromedp.ID("title"), "Retention schedule"),
 		submitted(chromedp.Click(chromedp.CSS(`button[value="publish"]`)), "published"))
@@ -133,6 +143,57 @@ func draftToPublished(t *testing.T, b *browser, st *Stack, axe, admin string) {
 func inZone(zone string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone})
+		return err
+	})
+}
+
+// longValues: a 300-character title with bidi characters, a 255-character
+// media name, long category and tag names and a hundred tags on one
+// document: every page fits 360 px and 1440 px without scrolling sideways,
+// in the light and the dark theme, with no serious accessibility finding.
+func longValues(t *testing.T, b *browser, st *Stack, axe, admin string) {
+	long := strings.Repeat("Conservation", 25)[:255]
+	media := st.Upload(long[:251]+".png", unique(pngBytes, "long"))
+	st.Must("POST", "/bo/tags-categories", map[string]string{"id": "longcat", "name": strings.Repeat("Catégorie", 11)}, 201)
+	var tags []string
+	for i := range 100 {
+		id := "longtag" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		st.Must("POST", "/bo/tags", map[string]string{"id": id, "name": strings.Repeat("Étiquette", 5) + id, "categoryId": "longcat"}, 201)
+		tags = append(tags, id)
+	}
+	title := "עברית عنوان طويل جدا " + strings.Repeat("Longtitlewithoutanyspace", 12)[:270]
+	var d struct{ ID string }
+	st.Must("POST", "/bo/documents", map[string]any{"type": "MARKDOWN", "title": title, "content": "# Titre\n\n" + long,
+		"imagesIds": []string{media}, "tagsIds": tags}, 201).JSON(t, &d)
+	pages := []string{"/", "/documents/" + d.ID, "/documents/" + d.ID + "/revisions", "/media", "/tags", "/documents/new?type=MARKDOWN"}
+	for _, theme := range []string{"light", "dark"} {
+		b.run(t, theme, emulateTheme(theme))
+		for _, w := range [][2]int64{{360, 800}, {1440, 1000}} {
+			b.run(t, "viewport", chromedp.EmulateViewport(w[0], w[1]))
+			for _, page := range pages {
+				b.run(t, page, chromedp.Navigate(admin+page), chromedp.WaitVisible(chromedp.ID("main")))
+				if wide := get(t, b, page+" width", chromedp.Evaluate[int64](`document.documentElement.scrollWidth`)); wide > w[0]+1 {
+					t.Errorf("%s at %d px (%s) is %d px wide (screenshot: %s)", page, w[0], theme, wide, b.screenshot(t))
+				}
+				if page == "/" && w[0] == 360 {
+					if top := get(t, b, "first row", chromedp.Evaluate[float64](`document.querySelector("#rows tr:not([hidden])").getBoundingClientRect().top`)); top > 800 {
+						t.Errorf("at 360x800 the first document is %.0f px down: not on the first screen (screenshot: %s)", top, b.screenshot(t))
+					}
+				}
+				if w[0] == 1440 {
+					b.accessible(t, axe, page+" ("+theme+")")
+				}
+			}
+		}
+	}
+	b.run(t, "back", chromedp.EmulateViewport(1440, 1000), emulateTheme("light"))
+}
+
+// emulateTheme makes the page see the system's light or dark setting.
+func emulateTheme(theme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: theme}}})
 		return err
 	})
 }

@@ -43,10 +43,6 @@ type documentAdminShort struct {
 	documentShort
 	audit
 	Status string `json:"status"`
-	// PendingChanges and PublishAt let a listing show each document's
-	// editorial state (the console's badges) without reading every detail.
-	PendingChanges bool   `json:"pendingChanges"`
-	PublishAt      string `json:"publishAt,omitempty"`
 }
 
 // audit is the back-office's record of a document's life (CONTRACT.md §5):
@@ -107,11 +103,7 @@ func toShort(s document.Document) documentShort {
 }
 
 func toAdminShort(s document.Document) documentAdminShort {
-	out := documentAdminShort{documentShort: toShort(s), audit: toAudit(s), Status: string(s.State()), PendingChanges: s.Draft != nil}
-	if !s.PublishAt.IsZero() {
-		out.PublishAt = httpx.FormatTime(s.PublishAt)
-	}
-	return out
+	return documentAdminShort{documentShort: toShort(s), audit: toAudit(s), Status: string(s.State())}
 }
 
 func toDetail(d document.Document, related []*document.Document) documentDetail {

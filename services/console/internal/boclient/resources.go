@@ -21,8 +21,9 @@ type DocumentShort struct {
 	UpdatedBy string   `json:"updatedBy"`
 	DeletedAt string   `json:"deletedAt"`
 	DeletedBy string   `json:"deletedBy"`
-	// PendingChanges and PublishAt are listed by catalogs that have them
-	// (false and "" otherwise).
+	// PendingChanges and PublishAt: the listing does not carry them yet
+	// (false and "" then), so the list's badges are Published, Draft and
+	// Deleted; a document's page shows all of them.
 	PendingChanges bool   `json:"pendingChanges"`
 	PublishAt      string `json:"publishAt"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -96,4 +97,15 @@ func kind(t string) string {
 		return k
 	}
 	return t
+}
+
+// mediaKind is a media type in words ("PNG image", "PDF document").
+func mediaKind(mime string) string {
+	switch {
+	case mime == "application/pdf":
+		return "PDF document"
+	case strings.HasPrefix(mime, "image/"):
+		return strings.ToUpper(strings.TrimPrefix(strings.TrimPrefix(mime, "image/"), "x-")) + " image"
+	}
+	return mime
 }

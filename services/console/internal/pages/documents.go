@@ -35,6 +35,9 @@ type documentsData struct {
 	Criteria   filter.Criteria
 	Shown      int
 	Total      int
+	// Undo is the document just deleted, which the notice offers to
+	// restore.
+	Undo string
 }
 
 // documents lists every document; the criteria of the query (tag, q,
@@ -49,6 +52,9 @@ func (p *Pages) documents(c *gin.Context) {
 	if err != nil {
 		p.fail(c, err)
 		return
+	}
+	if c.Query("done") == "deleted" {
+		data.Undo = c.Query("undo")
 	}
 	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: done(c.Query("done")), Data: data})
 }
@@ -90,7 +96,7 @@ func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filte
 func done(what string) string {
 	switch what {
 	case "deleted":
-		return "The document was deleted. It is in the deleted documents, where it can be restored."
+		return "The document was deleted. Undo restores it; it is also in the deleted documents."
 	case "restored":
 		return "The document was restored."
 	case "created":
@@ -154,5 +160,8 @@ func (p *Pages) documentAction(c *gin.Context, what string, act func(ctx context
 		return
 	}
 	back := url.Values{"done": {what}}
+	if what == "deleted" {
+		back.Set("undo", c.Param("id"))
+	}
 	c.Redirect(http.StatusSeeOther, Base+"/?"+back.Encode())
 }

@@ -88,12 +88,13 @@ func New(cfg Config) (*Pages, error) {
 }
 
 var funcs = template.FuncMap{
-	"join": strings.Join,
-	"list": func(s []string) string { return strings.Join(s, ", ") },
-	"size": size,
-	"has":  slices.Contains[[]string],
-	"when": when,
-	"kind": kind,
+	"join":      strings.Join,
+	"list":      func(s []string) string { return strings.Join(s, ", ") },
+	"size":      size,
+	"has":       slices.Contains[[]string],
+	"when":      when,
+	"kind":      kind,
+	"mediaKind": mediaKind,
 }
 
 // Register adds the console's routes to r.

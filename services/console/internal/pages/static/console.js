@@ -274,3 +274,11 @@
   update();
   setInterval(update, 60000);
 })();
+
+// The filter panel is open on wide screens, closed on phones (where the
+// first documents then fit on the first screen); without script it is
+// closed unless a filter is on.
+(function () {
+  var panel = document.getElementById("filter-panel");
+  if (panel && window.matchMedia("(min-width: 64rem)").matches) { panel.open = true; }
+})();
