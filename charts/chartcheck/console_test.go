@@ -11,8 +11,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// The console (issue 27): off by default; on, one replica behind the
-// gateway's admin listener, reaching the gateway's admin port only.
+// The console: off by default; on, two replicas sharing the session key
+// behind the gateway's admin listener, reaching the gateway's admin port
+// only.
 func TestConsole(t *testing.T) {
 	t.Parallel()
 	ch := loadChart(t)
@@ -37,10 +38,11 @@ func TestConsole(t *testing.T) {
 	}
 	m := decode(t, out)
 	d := deployment(t, m, "console")
-	checkDeployment(t, d, []string{"doclib-bo"})
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
-		t.Errorf("console replicas %v, want 1 (sessions live in memory)", d.Spec.Replicas)
+	checkDeployment(t, d, []string{"doclib-bo", "doclib-console-session"})
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("console replicas %v, want 2 (sessions are sealed cookies)", d.Spec.Replicas)
 	}
+	checkSessionKey(t, m, d)
 	e := env(t, d)
 	for k, want := range map[string]string{
 		"CONSOLE_API_URL":      "http://doclib-gateway:8090",
@@ -59,11 +61,6 @@ func TestConsole(t *testing.T) {
 		t.Errorf("gateway CONSOLE_URL = %q, want the console's Service", got)
 	}
 	service(t, m, "console")
-	for _, p := range m.pdbs {
-		if component("console")(p.Name) {
-			t.Error("a PDB for the console's one replica would block every node drain")
-		}
-	}
 	checkConsolePolicies(t, m)
 	refusals(t, ch)
 }
@@ -87,19 +84,40 @@ func checkConsolePolicies(t *testing.T, m *manifests) {
 	}
 }
 
-// refusals: no origin, or a second replica, fails the render.
+// checkSessionKey: every replica reads CONSOLE_SESSION_KEY from the
+// Secret the chart made.
+func checkSessionKey(t *testing.T, m *manifests, d *appsv1.Deployment) {
+	t.Helper()
+	var ref string
+	for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+		if v.Name == "CONSOLE_SESSION_KEY" && v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil {
+			ref = v.ValueFrom.SecretKeyRef.Name + "/" + v.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	for _, s := range m.secrets {
+		if key, ok := s.Data["console-session-key"]; ok && s.Name+"/console-session-key" == ref {
+			if len(key) < 32 {
+				t.Errorf("the session key has %d bytes, want at least 32", len(key))
+			}
+			return
+		}
+	}
+	t.Errorf("CONSOLE_SESSION_KEY from %q, want the Secret the chart made", ref)
+}
+
+// refusals: no origin, or one with a path, fails the render.
 func refusals(t *testing.T, ch *chart.Chart) {
 	t.Helper()
 	vals := valuesFile(t, "console-values.yaml")
-	vals["console"] = map[string]any{"enabled": true}
+	vals["console"] = map[string]any{"enabled": true, "tokenSignIn": true}
 	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "console.origin is required") {
 		t.Errorf("console on without an origin: error %v, want the chart's refusal", err)
 	}
-	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.example.com", "replicaCount": 2}
-	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "console") {
-		t.Errorf("two console replicas: error %v, want a schema error", err)
+	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.example.com"}
+	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "no sign-in") {
+		t.Errorf("console on with neither OIDC nor an explicit tokenSignIn: error %v, want the chart's refusal", err)
 	}
-	vals["console"] = map[string]any{"enabled": true, "origin": "https://admin.example.com/console/"}
+	vals["console"] = map[string]any{"enabled": true, "tokenSignIn": true, "origin": "https://admin.example.com/console/"}
 	if _, err := render(ch, vals); err == nil || !strings.Contains(err.Error(), "console") {
 		t.Errorf("an origin with a path: error %v, want a schema error", err)
 	}

@@ -92,6 +92,10 @@ default
 {{- define "doclib.secretName.bo" -}}
 {{- .Values.bo.existingSecret | default (printf "%s-bo" (include "doclib.fullname" .)) }}
 {{- end }}
+{{- define "doclib.secretName.consoleSession" -}}
+{{- .Values.console.session.existingSecret | default (printf "%s-console-session" (include "doclib.fullname" .)) }}
+{{- end }}
+
 {{- define "doclib.secretName.consoleOIDC" -}}
 {{- .Values.console.oidc.existingSecret | default (printf "%s-console-oidc" (include "doclib.fullname" .)) }}
 {{- end }}
@@ -154,7 +158,7 @@ template that needs them, so that `helm template -s` fails the same way.
 {{- fail "console.oidc.clientId needs bo.oidc.issuerUrl: the console signs people in at the issuer the gateway trusts" }}
 {{- end }}
 {{- if and .Values.console.enabled (eq (include "doclib.consoleTokenSignIn" .) "false") (not .Values.console.oidc.clientId) }}
-{{- fail "console: no sign-in; set console.oidc.clientId (with bo.oidc.issuerUrl) or console.tokenSignIn=true" }}
+{{- fail "console: no sign-in; set console.oidc.clientId (with bo.oidc.issuerUrl), or, knowing what it exposes, console.tokenSignIn=true (the chart's README, Console)" }}
 {{- end }}
 {{- if and .Values.console.enabled (not .Values.console.origin) }}
 {{- fail "console.origin is required when console.enabled: where browsers reach the console, e.g. https://admin.library.example.com (CONSOLE_ORIGIN; form posts from elsewhere are refused)" }}
@@ -337,6 +341,13 @@ secrets and the downward API come after, then extraEnv.
       name: {{ include "doclib.secretName.bo" $root }}
       key: {{ include "doclib.secretKey.bo" $root }}
 {{- end }}
+{{- if eq $name "console" }}
+- name: CONSOLE_SESSION_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "doclib.secretName.consoleSession" $root }}
+      key: {{ $svc.session.existingSecretKey }}
+{{- end }}
 {{- if and (eq $name "console") (or $svc.oidc.clientSecret $svc.oidc.existingSecret) }}
 - name: CONSOLE_OIDC_CLIENT_SECRET
   valueFrom:
@@ -392,16 +403,10 @@ namespace="{{ .Release.Namespace }}", job=~"{{ include "doclib.fullname" . }}-(g
 {{- end }}
 
 {{/*
-Whether the console offers the sign-in with a back-office API token:
-console.tokenSignIn when set, else only without console.oidc.clientId (a
-production with an OpenID provider does not keep a paste-a-token form by
-default).
+Whether the console offers the sign-in with a back-office API token: only
+when console.tokenSignIn is true (never by default: the chart's README says
+what it exposes).
 */}}
 {{- define "doclib.consoleTokenSignIn" -}}
-{{- $t := .Values.console.tokenSignIn -}}
-{{- if kindIs "invalid" $t -}}
-{{- ternary "false" "true" (not (empty .Values.console.oidc.clientId)) -}}
-{{- else -}}
-{{- ternary "true" "false" $t -}}
-{{- end -}}
+{{- ternary "true" "false" (eq .Values.console.tokenSignIn true) -}}
 {{- end }}

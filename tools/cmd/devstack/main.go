@@ -163,7 +163,7 @@ func run(ctx context.Context) error {
 		// The console calls /bo on the admin listener, which serves it at
 		// /console/; it signs in with the development tokens.
 		{"console", consoleAddr, []string{"CONSOLE_API_URL=http://" + adminAddr, "CONSOLE_ORIGIN=http://" + adminAddr,
-			"CONSOLE_TOKEN_SIGNIN=true", "LOG_LEVEL=" + envOr("LOG_LEVEL", "info")}},
+			"CONSOLE_TOKEN_SIGNIN=true", "CONSOLE_DEVELOPMENT=true", "LOG_LEVEL=" + envOr("LOG_LEVEL", "info")}},
 		{"gateway", gatewayAddr, []string{
 			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
 			"WEBHOOK_URL=http://" + webhookAddr, "CONSOLE_URL=http://" + consoleAddr,

@@ -39,6 +39,7 @@ func TestLoadSignIn(t *testing.T) {
 		{"an http issuer", with("CONSOLE_OIDC_ISSUER_URL", "http://id.example.org", "CONSOLE_OIDC_CLIENT_ID", "console"), "must be https"},
 		{"an http loopback issuer", with("CONSOLE_OIDC_ISSUER_URL", "http://127.0.0.1:9998", "CONSOLE_OIDC_CLIENT_ID", "console"), ""},
 		{"negative failure limit", with("CONSOLE_TOKEN_SIGNIN", "true", "CONSOLE_SIGNIN_FAILURE_LIMIT", "-1"), "CONSOLE_SIGNIN_FAILURE_LIMIT"},
+		{"a short session key", with("CONSOLE_TOKEN_SIGNIN", "true", "CONSOLE_SESSION_KEY", "short"), "CONSOLE_SESSION_KEY"},
 	} {
 		s, err := load(config.FromMap(tc.env))
 		switch {

@@ -34,8 +34,14 @@ type settings struct {
 	// listener, or its ingress): form posts from it are not cross-origin
 	// although the proxy changes Host, and https there makes the session
 	// cookie Secure.
-	origin      *url.URL
-	sessionTTL  time.Duration
+	origin     *url.URL
+	sessionTTL time.Duration
+	// sessionKey seals the session cookies (at least 32 bytes); every
+	// replica must have the same. Empty: a key made at start-up.
+	sessionKey string
+	// development shows the development tokens on the sign-in page
+	// (make dev only).
+	development bool
 	tokenSignIn bool
 	oidc        *signin.Provider // nil: no sign-in at an OpenID provider
 	maxUpload   int64
@@ -63,6 +69,8 @@ func load(env *config.Env) (settings, error) {
 		apiTimeout:  env.Duration("CONSOLE_API_TIMEOUT", 30*time.Second),
 		origin:      env.URL("CONSOLE_ORIGIN", ""),
 		sessionTTL:  env.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
+		sessionKey:  env.String("CONSOLE_SESSION_KEY", ""),
+		development: env.Bool("CONSOLE_DEVELOPMENT", false),
 		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
 		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
 		// Below the gateway's BO_AUTH_FAILURE_LIMIT (60): one browser never
@@ -71,6 +79,9 @@ func load(env *config.Env) (settings, error) {
 	}
 	if s.origin != nil && s.origin.Path != "" && s.origin.Path != "/" {
 		env.Check("CONSOLE_ORIGIN", errors.New("must be an origin (scheme and host), without a path"))
+	}
+	if s.sessionKey != "" && len(s.sessionKey) < session.MinKeyLength {
+		env.Check("CONSOLE_SESSION_KEY", session.ErrShortKey)
 	}
 	if s.sessionTTL < time.Minute {
 		env.Check("CONSOLE_SESSION_TTL", errors.New("must be at least 1m"))
@@ -101,9 +112,21 @@ func run(ctx context.Context) error {
 		cfg.oidc.DiscoverInBackground(log)
 	}
 
+	sessions := session.NewStore(cfg.sessionTTL)
+	if cfg.sessionKey == "" {
+		log.Warn("CONSOLE_SESSION_KEY is unset: sessions end when the console restarts and only this replica knows them")
+	} else {
+		if sessions, err = session.NewSealedStore([]byte(cfg.sessionKey), cfg.sessionTTL); err != nil {
+			return err
+		}
+		if cfg.oidc != nil {
+			cfg.oidc.UseKey([]byte(cfg.sessionKey))
+		}
+	}
 	p, err := pages.New(pages.Config{
 		API:            boclient.New(cfg.apiURL, cfg.apiTimeout),
-		Sessions:       session.NewStore(cfg.sessionTTL),
+		Sessions:       sessions,
+		Development:    cfg.development,
 		Log:            log,
 		SecureCookie:   cfg.origin.Scheme == "https",
 		TokenSignIn:    cfg.tokenSignIn,

@@ -21,6 +21,11 @@ type DocumentShort struct {
 	UpdatedBy string   `json:"updatedBy"`
 	DeletedAt string   `json:"deletedAt"`
 	DeletedBy string   `json:"deletedBy"`
+	// PendingChanges and PublishAt: the listing does not carry them yet
+	// (false and "" then), so the list's badges are Published, Draft and
+	// Deleted; a document's page shows all of them.
+	PendingChanges bool   `json:"pendingChanges"`
+	PublishAt      string `json:"publishAt"`
 }
 
 // FileRef is a PDF document's file.
@@ -46,6 +51,35 @@ type Document struct {
 	CreatedBy  string   `json:"createdBy"`
 	UpdatedAt  string   `json:"updatedAt"`
 	UpdatedBy  string   `json:"updatedBy"`
+	DeletedAt  string   `json:"deletedAt"`
+	// The editorial fields: Status is published or draft; Draft is a
+	// published document's pending changes (nil: none); PublishAt and
+	// UnpublishAt the schedule ("" none).
+	Status      string    `json:"status"`
+	Version     int64     `json:"version"`
+	PublishedAt string    `json:"publishedAt"`
+	PublishAt   string    `json:"publishAt"`
+	UnpublishAt string    `json:"unpublishAt"`
+	Draft       *Document `json:"draft"`
+}
+
+// Pending is the document with its pending changes in place of its live
+// content fields (the version an editor works on); d itself when none.
+func (d Document) Pending() Document {
+	if d.Draft == nil {
+		return d
+	}
+	p := d
+	x := *d.Draft
+	p.Title, p.URL, p.TagIDs, p.Content, p.Sources = x.Title, x.URL, x.TagIDs, x.Content, x.Sources
+	p.ImageIDs, p.File, p.RelatedIDs = x.ImageIDs, x.File, x.RelatedIDs
+	return p
+}
+
+// Live is the document with its live content only (no pending changes).
+func (d Document) Live() Document {
+	d.Draft = nil
+	return d
 }
 
 // DocumentInput is the body of a create or a full update (DocumentCreate,
@@ -60,6 +94,14 @@ type DocumentInput struct {
 	Sources    []string `json:"sources,omitempty"`
 	ImageIDs   []string `json:"imagesIds,omitempty"`
 	RelatedIDs []string `json:"relatedIds"`
+	// Status is "draft" to create a draft ("" publishes at once).
+	Status string `json:"status,omitempty"`
+	// Draft keeps the body as pending changes of a published document.
+	Draft bool `json:"draft,omitempty"`
+	// PublishAt and UnpublishAt are the schedule (RFC 3339, UTC); a PATCH
+	// without them clears it.
+	PublishAt   string `json:"publishAt,omitempty"`
+	UnpublishAt string `json:"unpublishAt,omitempty"`
 }
 
 // Tag is a tag of a category.
@@ -119,21 +161,44 @@ func (c *Client) Document(ctx context.Context, token, id string) (Document, stri
 
 // CreateDocument stores a new document.
 // key, when not empty, is sent as the Idempotency-Key.
-func (c *Client) CreateDocument(ctx context.Context, token, key string, in DocumentInput) (Document, error) {
+// It returns the document and its ETag.
+func (c *Client) CreateDocument(ctx context.Context, token, key string, in DocumentInput) (Document, string, error) {
 	var out Document
 	r := jsonRequest(http.MethodPost, "/bo/documents", token, in)
 	r.key = key
-	_, err := c.do(ctx, r, &out)
-	return out, err
+	etag, err := c.do(ctx, r, &out)
+	return out, etag, err
 }
 
 // UpdateDocument replaces a document's fields if it is still at version
-// etag (412 otherwise).
-func (c *Client) UpdateDocument(ctx context.Context, token, id, etag string, in DocumentInput) (Document, error) {
+// etag (412 otherwise); it returns the document and its new ETag.
+func (c *Client) UpdateDocument(ctx context.Context, token, id, etag string, in DocumentInput) (Document, string, error) {
 	var out Document
 	r := jsonRequest(http.MethodPatch, "/bo/documents/"+url.PathEscape(id), token, in)
 	r.ifMatch = etag
-	_, err := c.do(ctx, r, &out)
+	newETag, err := c.do(ctx, r, &out)
+	return out, newETag, err
+}
+
+// PublishDocument makes a draft, or a document's pending changes, public
+// if the document is still at version etag.
+func (c *Client) PublishDocument(ctx context.Context, token, id, etag string) (Document, error) {
+	return c.editorial(ctx, token, id, "/publish", http.MethodPost, etag)
+}
+
+// UnpublishDocument takes a published document back to draft.
+func (c *Client) UnpublishDocument(ctx context.Context, token, id, etag string) (Document, error) {
+	return c.editorial(ctx, token, id, "/unpublish", http.MethodPost, etag)
+}
+
+// DiscardDraft drops a published document's pending changes.
+func (c *Client) DiscardDraft(ctx context.Context, token, id, etag string) (Document, error) {
+	return c.editorial(ctx, token, id, "/draft", http.MethodDelete, etag)
+}
+
+func (c *Client) editorial(ctx context.Context, token, id, what, method, etag string) (Document, error) {
+	var out Document
+	_, err := c.do(ctx, request{method: method, path: "/bo/documents/" + url.PathEscape(id) + what, token: token, ifMatch: etag}, &out)
 	return out, err
 }
 

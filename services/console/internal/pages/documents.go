@@ -22,7 +22,9 @@ type row struct {
 	TagsAttr        string   // the tag ids, space-separated (data-tags)
 	TagNames        []string // shown as chips
 	Text            string   // the folded title and tag names (data-text)
-	Changed         string   // who changed it last and when, or deleted it
+	Badges          []badge  // its states
+	ChangedAt       string   // when it was changed last, or deleted (RFC 3339)
+	ChangedBy       string   // who did
 	Hidden          bool     // not matched by the criteria the page was asked with
 }
 
@@ -33,6 +35,9 @@ type documentsData struct {
 	Criteria   filter.Criteria
 	Shown      int
 	Total      int
+	// Undo is the document just deleted, which the notice offers to
+	// restore.
+	Undo string
 }
 
 // documents lists every document; the criteria of the query (tag, q,
@@ -47,6 +52,9 @@ func (p *Pages) documents(c *gin.Context) {
 	if err != nil {
 		p.fail(c, err)
 		return
+	}
+	if c.Query("done") == "deleted" {
+		data.Undo = c.Query("undo")
 	}
 	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: done(c.Query("done")), Data: data})
 }
@@ -67,9 +75,9 @@ func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filte
 		fd := filter.Doc{Title: d.Title, TagIDs: d.TagIDs, IsDeleted: d.IsDeleted}
 		r := row{ID: d.ID, Title: d.Title, Type: d.Type, Draft: d.Status == "draft", Deleted: d.IsDeleted,
 			TagsAttr: strings.Join(d.TagIDs, " "), Text: rule.Haystack(fd), Hidden: !rule.Match(fd),
-			Changed: d.UpdatedAt + " by " + d.UpdatedBy}
+			ChangedAt: d.UpdatedAt, ChangedBy: d.UpdatedBy, Badges: badgesOf(d.Status, d.IsDeleted, d.PendingChanges, d.PublishAt)}
 		if d.IsDeleted {
-			r.Changed = "deleted " + d.DeletedAt + " by " + d.DeletedBy
+			r.ChangedAt, r.ChangedBy = d.DeletedAt, d.DeletedBy
 		}
 		for _, id := range d.TagIDs {
 			if t, ok := tags[id]; ok {
@@ -88,13 +96,27 @@ func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filte
 func done(what string) string {
 	switch what {
 	case "deleted":
-		return "The document was deleted. It is in the deleted documents, where it can be restored."
+		return "The document was deleted. Undo restores it; it is also in the deleted documents."
 	case "restored":
 		return "The document was restored."
 	case "created":
 		return "The document was created."
 	case "saved":
-		return "The document was saved."
+		return "The document was saved. The app shows it as saved."
+	case "draft-created":
+		return "The document was saved as a draft. The app does not show it until it is published."
+	case "draft-saved":
+		return "The draft was saved. The app does not show it until it is published."
+	case "pending-saved":
+		return "Your changes were saved as pending changes. The app still shows the live version until they are published."
+	case "scheduled":
+		return "The document was saved and scheduled: it will be published at the time shown."
+	case "published":
+		return "The document was published. The app shows it now."
+	case "unpublished":
+		return "The document was unpublished: it is a draft again, and the app no longer shows it."
+	case "discarded":
+		return "The pending changes were discarded. The live version is unchanged."
 	case "reverted":
 		return "The earlier version was restored: it is the document's content now, as a new version."
 	case "reverted-dropped":
@@ -128,17 +150,18 @@ func (p *Pages) restoreDocument(c *gin.Context) {
 // documentAction runs a one-click write and goes back to the list with
 // the filters the person had.
 func (p *Pages) documentAction(c *gin.Context, what string, act func(ctx context.Context, token, id string) error) {
-	s, ok := current(c)
+	s, ctx, cancel, ok := p.writing(c)
 	if !ok {
-		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
 	if err := act(ctx, s.Token, c.Param("id")); err != nil {
 		p.fail(c, err)
 		return
 	}
 	back := url.Values{"done": {what}}
+	if what == "deleted" {
+		back.Set("undo", c.Param("id"))
+	}
 	c.Redirect(http.StatusSeeOther, Base+"/?"+back.Encode())
 }

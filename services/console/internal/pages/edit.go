@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -26,6 +27,10 @@ type form struct {
 	Key                                                  string
 	ID, ETag, Type, Title, URL, FileID, Content, Sources string
 	TagIDs, ImageIDs, RelatedIDs                         []string
+	// Mode is where a save goes (workflow.go); PublishAt the scheduled
+	// publication as a datetime-local value in the editor's time zone;
+	// UnpublishAt the scheduled unpublication, as the API gave it.
+	Mode, PublishAt, UnpublishAt string
 }
 
 // editData is what the edit page shows.
@@ -50,18 +55,102 @@ type editData struct {
 	// Conflict says, after a 412, which of their changes the form took
 	// and which fields still differ from their version.
 	Conflict *conflict
+	// Zone is the editor's time zone (the schedule is typed in it).
+	Zone *time.Location
+	// Differs lists the fields in which the pending changes differ from
+	// the live version.
+	Differs []string
 }
 
-// FieldError is the API's message about field, for the template.
+// Badges are the stored document's states.
+func (d editData) Badges() []badge {
+	if d.Stored == nil {
+		return nil
+	}
+	s := d.Stored
+	return badgesOf(s.Status, s.IsDeleted, s.Draft != nil, s.PublishAt)
+}
+
+// When is an RFC 3339 time in the editor's time zone, in words.
+func (d editData) When(rfc string) string { return exact(rfc, d.Zone) }
+
+// Live is the stored document's live version (nil when it has no pending
+// changes).
+func (d editData) Live() *boclient.Document {
+	if d.Stored == nil || d.Stored.Draft == nil {
+		return nil
+	}
+	l := d.Stored.Live()
+	return &l
+}
+
+// FieldError is the API's message about field, in the form's words, for
+// the template to show next to it.
 func (d editData) FieldError(field string) string {
 	if d.Err == nil {
 		return ""
 	}
-	return d.Err.Field(field)
+	var out []string
+	for _, fe := range d.Err.Errors {
+		if fe.Field == field || strings.HasPrefix(fe.Field, field+"[") || strings.HasPrefix(fe.Field, field+".") {
+			out = append(out, sentence(fieldLabels[field], fe.Message))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
-func formOf(d boclient.Document, etag string) form {
-	f := form{ID: d.ID, ETag: etag, Type: d.Type, Title: d.Title, URL: d.URL, Content: d.Content,
+// fieldLabels are the labels of the form's fields, by the API's names:
+// the errors about them are said next to them, in these words.
+var fieldLabels = map[string]string{"title": "The title", "url": "The address", "fileId": "The PDF file",
+	"content": "The content", "sources": "The sources", "imagesIds": "An attached image", "tagsIds": "A tag",
+	"relatedIds": "A pinned document", "publishAt": "The publication time", "unpublishAt": "The unpublication time"}
+
+// sentence is an API message about a field as a sentence: "is required"
+// becomes "The title is required."; a message that is a sentence already
+// (a capital first) is kept.
+func sentence(label, msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return ""
+	}
+	if r := msg[0]; r < 'A' || r > 'Z' {
+		if label == "" {
+			label = "This field"
+		}
+		msg = label + " " + msg
+	}
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}
+
+// pageError is the error the top of the edit page says: the problem's
+// detail, and only the field errors the form shows nowhere else (each
+// error is said once, next to its field when it has one).
+func pageError(e *boclient.APIError) *boclient.APIError {
+	if e == nil {
+		return nil
+	}
+	top := *e
+	top.Errors = nil
+	for _, fe := range e.Errors {
+		name, _, _ := strings.Cut(strings.SplitN(fe.Field, "[", 2)[0], ".")
+		if _, shown := fieldLabels[name]; !shown {
+			top.Errors = append(top.Errors, boclient.FieldError{Message: sentence("", fe.Message)})
+		}
+	}
+	if len(e.Errors) > len(top.Errors) && e.Status == 422 {
+		top.Detail = "Nothing was saved: the fields marked below need attention."
+	}
+	return &top
+}
+
+// formOf is the form of d: its pending changes when it has some (the
+// version an editor works on), in the mode they are saved in.
+func formOf(stored boclient.Document, etag string) form {
+	d := stored.Pending()
+	f := form{Mode: modeOf(stored), UnpublishAt: stored.UnpublishAt, ID: d.ID, ETag: etag, Type: d.Type, Title: d.Title, URL: d.URL, Content: d.Content,
 		Sources: strings.Join(d.Sources, "\n"), TagIDs: d.TagIDs, ImageIDs: d.ImageIDs, RelatedIDs: d.RelatedIDs}
 	if d.File != nil {
 		f.FileID = d.File.ID
@@ -137,11 +226,14 @@ func (p *Pages) choices(ctx context.Context, token string, d *editData) error {
 // showForm renders the edit page for d with status.
 func (p *Pages) showForm(c *gin.Context, status int, d editData) {
 	d.Types = Types
-	title := "New " + d.Form.Type + " document"
+	title := "New " + strings.ToLower(kind(d.Form.Type))
 	if d.Form.ID != "" {
-		title = "Edit " + d.Form.Type + " document"
+		title = d.Form.Title
+		if title == "" {
+			title = kind(d.Form.Type)
+		}
 	}
-	p.render(c, status, "edit", view{Title: title, Notice: done(c.Query("done")), Error: d.Err, Data: d})
+	p.render(c, status, "edit", view{Title: title, Notice: done(c.Query("done")), Error: pageError(d.Err), Data: d})
 }
 
 func (p *Pages) newDocument(c *gin.Context) {
@@ -172,7 +264,15 @@ func (p *Pages) editDocument(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	d := editData{Form: formOf(doc, etag), Stored: &doc}
+	d := editData{Form: formOf(doc, etag), Stored: &doc, Zone: zone(c)}
+	d.Form.PublishAt = localInput(doc.PublishAt, d.Zone)
+	if doc.Draft != nil {
+		for _, ff := range formFields {
+			if !ff.equal(d.Form, formOf(doc.Live(), "")) {
+				d.Differs = append(d.Differs, ff.Label)
+			}
+		}
+	}
 	if err := p.choices(ctx, s.Token, &d); err != nil {
 		p.fail(c, err)
 		return
@@ -214,7 +314,8 @@ func typed(c *gin.Context) form {
 	return form{Key: c.PostForm("key"), ID: c.Param("id"), ETag: c.PostForm("etag"), Type: c.PostForm("type"), Title: c.PostForm("title"),
 		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: lf(c.PostForm("content")),
 		Sources: lf(c.PostForm("sources")), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
-		RelatedIDs: c.PostFormArray("related")}
+		RelatedIDs: c.PostFormArray("related"), Mode: c.PostForm("mode"), PublishAt: c.PostForm("publishAt"),
+		UnpublishAt: c.PostForm("unpublishAt")}
 }
 
 func lf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
@@ -247,42 +348,53 @@ func (p *Pages) save(c *gin.Context, create bool) {
 		p.showPreview(c, ctx, s, f)
 		return
 	}
-	doc, err := p.send(c, ctx, s.Token, &f, create)
+	act := c.PostForm("action")
+	in, bad := f.editorialInput(act, zone(c))
+	if bad != nil {
+		p.reshow(c, ctx, s, http.StatusUnprocessableEntity, editData{Form: f, Err: bad, Zone: zone(c)})
+		return
+	}
+	doc, etag, err := p.send(c, ctx, s.Token, &f, in, create)
+	var what string
+	if err == nil {
+		what, err = p.afterSave(ctx, s.Token, f, act, doc, etag, create)
+	}
 	if err != nil {
 		e := boclient.AsAPIError(err)
 		if create && !retriable(e) { // the key now holds this answer: a corrected form is another request
 			f.Key = newKey()
 		}
-		d := editData{Form: f, Err: explain(e)}
+		d := editData{Form: f, Err: explain(e), Zone: zone(c)}
 		if e.Status == http.StatusPreconditionFailed && !create {
 			p.theirVersion(ctx, s.Token, &d)
 		}
 		p.reshow(c, ctx, s, status(d.Err), d)
 		return
 	}
-	c.Redirect(http.StatusSeeOther, Base+"/documents/"+url.PathEscape(doc.ID)+"?done="+map[bool]string{true: "created", false: "saved"}[create])
+	c.Redirect(http.StatusSeeOther, Base+"/documents/"+url.PathEscape(doc.ID)+"?done="+what)
 }
 
 // send uploads the picked file of a PDF, if any, then creates or updates.
-func (p *Pages) send(c *gin.Context, ctx context.Context, token string, f *form, create bool) (boclient.Document, error) {
+// It returns the document saved and its ETag.
+func (p *Pages) send(c *gin.Context, ctx context.Context, token string, f *form, in boclient.DocumentInput, create bool) (boclient.Document, string, error) {
 	if fh, err := c.FormFile("upload"); err == nil && f.Type == "PDF" {
 		file, err := fh.Open()
 		if err != nil {
-			return boclient.Document{}, err
+			return boclient.Document{}, "", err
 		}
 		defer file.Close()
 		m, err := p.cfg.API.Upload(ctx, token, fh.Filename, file)
 		if err != nil {
 			e := boclient.AsAPIError(err)
-			e.Errors = append(e.Errors, boclient.FieldError{Field: "fileId", Message: "the upload failed: " + e.Detail})
-			return boclient.Document{}, e
+			e.Errors = append(e.Errors, boclient.FieldError{Field: "fileId", Message: "The upload failed: " + e.Detail})
+			return boclient.Document{}, "", e
 		}
-		f.FileID = m.ID
+		f.FileID, in.FileID = m.ID, m.ID
 	}
 	if create {
-		return p.cfg.API.CreateDocument(ctx, token, f.Key, f.input())
+		return p.cfg.API.CreateDocument(ctx, token, f.Key, in)
 	}
-	return p.cfg.API.UpdateDocument(ctx, token, f.ID, f.ETag, f.input())
+	return p.cfg.API.UpdateDocument(ctx, token, f.ID, f.ETag, in)
 }
 
 // newKey returns a fresh Idempotency-Key: 128 random bits.
@@ -330,11 +442,12 @@ func (p *Pages) theirVersion(ctx context.Context, token string, d *editData) {
 	base := p.base(ctx, token, d.Form)
 	c := merge(&d.Form, base, formOf(cur, etag))
 	d.Current, d.Stored, d.Form.ETag, d.Conflict = &cur, &cur, etag, &c
+	d.Form.Mode = modeOf(cur) // saving again goes where their version is
 	who := cur.UpdatedBy
 	if who == "" {
 		who = "someone"
 	}
 	d.Err.Detail = fmt.Sprintf("%s changed this document at %s, after you opened it, so nothing was saved. "+
 		"What you typed is kept in the form; their version is shown below it, with the fields that differ. "+
-		"Saving again replaces their version with the form as it is now.", who, cur.UpdatedAt)
+		"Saving again replaces their version with the form as it is now.", who, exact(cur.UpdatedAt, d.Zone))
 }

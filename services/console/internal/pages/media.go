@@ -110,12 +110,10 @@ func (p *Pages) uploadOne(parent context.Context, token string, fh *multipart.Fi
 // deleteMedia deletes a media; a refusal (409 media_in_use names the
 // documents) is shown on its row.
 func (p *Pages) deleteMedia(c *gin.Context) {
-	s, ok := current(c)
+	s, ctx, cancel, ok := p.writing(c)
 	if !ok {
-		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
 	if err := p.cfg.API.DeleteMedia(ctx, s.Token, c.Param("id")); err != nil {
 		e := explain(boclient.AsAPIError(err))
@@ -189,9 +187,9 @@ func attachment(disposition string) string {
 func size(n int64) string {
 	switch {
 	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		return fmt.Sprintf("%.0f KB", float64(n)/(1<<10))
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }

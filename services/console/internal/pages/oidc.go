@@ -23,12 +23,14 @@ const attemptCookie = "doclib_console_signin_"
 type signInOptions struct {
 	Token    bool // a back-office API token
 	Provider bool // the OpenID provider
+	// Development names the development tokens (make dev only).
+	Development bool
 	// EndSession, after a sign-out, ends the session at the provider too.
 	EndSession string
 }
 
 func (p *Pages) signInOptions() signInOptions {
-	return signInOptions{Token: p.cfg.TokenSignIn, Provider: p.cfg.OIDC != nil}
+	return signInOptions{Token: p.cfg.TokenSignIn, Provider: p.cfg.OIDC != nil, Development: p.cfg.Development}
 }
 
 // signInFailed shows the sign-in page again with what went wrong.

@@ -4,6 +4,7 @@
 package pages
 
 import (
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -41,6 +42,9 @@ type Config struct {
 	SecureCookie bool
 	// TokenSignIn offers the sign-in with a back-office API token.
 	TokenSignIn bool
+	// Development says the deployment is a development one (make dev):
+	// the sign-in page names its tokens.
+	Development bool
 	// OIDC, when not nil, offers the sign-in at the OpenID provider.
 	OIDC *signin.Provider
 	// Origin is where browsers reach the console (scheme and host).
@@ -84,10 +88,13 @@ func New(cfg Config) (*Pages, error) {
 }
 
 var funcs = template.FuncMap{
-	"join": strings.Join,
-	"list": func(s []string) string { return strings.Join(s, ", ") },
-	"size": size,
-	"has":  slices.Contains[[]string],
+	"join":      strings.Join,
+	"list":      func(s []string) string { return strings.Join(s, ", ") },
+	"size":      size,
+	"has":       slices.Contains[[]string],
+	"when":      when,
+	"kind":      kind,
+	"mediaKind": mediaKind,
 }
 
 // Register adds the console's routes to r.
@@ -110,6 +117,8 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.POST("/documents/preview", p.requireEditor, p.livePreview)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
+	g.POST("/documents/:id/unpublish", p.requireEditor, p.editorialAction("unpublished", unpublish))
+	g.POST("/documents/:id/discard", p.requireEditor, p.editorialAction("discarded", discard))
 	g.GET("/documents/:id/revisions", p.revisionsPage)
 	g.GET("/documents/:id/revisions/:rev", p.revisionPage)
 	g.POST("/documents/:id/revisions/:rev/restore", p.requireEditor, p.restoreRevision)
@@ -184,4 +193,16 @@ func (fs noListing) Open(name string) (http.File, error) {
 		return nil, os.ErrNotExist
 	}
 	return f, nil
+}
+
+// writing is the session and the API deadline of a one-click write; a
+// request without a session is answered here (ok false).
+func (p *Pages) writing(c *gin.Context) (session.Session, context.Context, context.CancelFunc, bool) {
+	s, ok := current(c)
+	if !ok {
+		p.render(c, http.StatusUnauthorized, "error", view{Title: "Session ended", Error: sessionEnded})
+		return s, nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
+	return s, ctx, cancel, true
 }

@@ -177,3 +177,18 @@ func TestStaticFilesAreNotListed(t *testing.T) {
 		}
 	}
 }
+
+// TestDevelopmentTokensOnlyInDevelopment: the sign-in page names the
+// development tokens only where the deployment says it is a development
+// one (make dev).
+func TestDevelopmentTokensOnlyInDevelopment(t *testing.T) {
+	t.Parallel()
+	for _, dev := range []bool{false, true} {
+		c := newConsole(t, refusing, func(cfg *Config) { cfg.Development = dev })
+		res := c.do("GET", "/console/sign-in", "")
+		body, _ := io.ReadAll(res.Body)
+		if got := strings.Contains(string(body), "dev-token"); got != dev {
+			t.Errorf("development %v: the sign-in page names dev-token: %v", dev, got)
+		}
+	}
+}

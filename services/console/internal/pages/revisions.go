@@ -2,6 +2,7 @@ package pages
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,10 +24,14 @@ type historyRow struct {
 	boclient.RevisionShort
 	Reason  string
 	Changes []string
+	// Live marks the version whose content the app shows now.
+	Live bool
 }
 
 type historyData struct {
-	ID, Title  string
+	ID, Title string
+	// Draft says no version is live (the document is a draft).
+	Draft      bool
 	Rows       []historyRow
 	NextBefore int64 // the before= of the next, older page; 0 on the last
 }
@@ -50,7 +55,10 @@ func (p *Pages) revisionsPage(c *gin.Context) {
 		p.fail(c, err)
 		return
 	}
-	d := historyData{ID: id, Title: doc.Title, Rows: history(revs)}
+	d := historyData{ID: id, Title: doc.Title, Rows: history(revs), Draft: doc.Status == "draft"}
+	if !d.Draft && !doc.IsDeleted {
+		markLive(d.Rows, revs, before == 0)
+	}
 	if len(revs) > historyPage {
 		d.NextBefore = revs[historyPage-1].Version
 	}
@@ -69,6 +77,36 @@ func history(revs []boclient.Revision) []historyRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// markLive marks the row of the version the app shows: the oldest of the
+// newest revisions whose live content is the document's now (later writes
+// that left it alone, pending changes for one, are not it). Only on the
+// first page (newest) can it be known from the revisions shown; when every
+// shown revision has the same live content, the oldest shown is marked.
+func markLive(rows []historyRow, revs []boclient.Revision, newest bool) {
+	if !newest || len(rows) == 0 {
+		return
+	}
+	live := 0
+	for i := 0; i+1 < len(revs) && i+1 < len(rows); i++ {
+		if liveContent(revs[i].Raw) != liveContent(revs[i+1].Raw) {
+			break
+		}
+		live = i + 1
+	}
+	rows[live].Live = true
+}
+
+// liveContent is a revision's live content fields and status, as one
+// comparable value.
+func liveContent(raw []byte) string {
+	var d boclient.Document
+	if json.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	key, _ := json.Marshal([]any{d.Status, d.Title, d.URL, d.TagIDs, d.Content, d.Sources, d.ImageIDs, d.File, d.RelatedIDs})
+	return string(key)
 }
 
 var noSuchRevision = &boclient.APIError{Status: http.StatusNotFound, Code: "revision_not_found", Detail: "There is no such version of this document."}

@@ -1,15 +1,28 @@
-// Package session owns the console's sign-in sessions: a random id in an
-// HttpOnly cookie, the person's bearer token, name and role kept on the
-// server, an expiry, and sign-out that ends the session on the server.
+// Package session owns the console's sign-in sessions: the person's
+// bearer token, name, role and expiry, sealed (AES-256-GCM) into the
+// HttpOnly cookie itself, so that every replica sharing the key opens
+// every session and a restart keeps them. Nothing is kept on the server
+// but the sessions signed out here, so that their cookie no longer signs
+// anyone in on this replica until it expires.
 //
-// The store is in the process's memory: a second replica does not know
-// the first one's sessions, so replicas need sticky sessions at the
-// ingress (README, Console), and a restart signs everyone out.
+// Why sealed cookies rather than a table in the database: the console
+// keeps no data of its own (every page calls the API), a session is read
+// on every page and would cost a database round trip there, and a sealed
+// value needs nothing but a key from a Secret. What that gives up: a
+// signed-out cookie copied beforehand still opens on another replica until
+// its expiry (at most the session's ttl, 8 hours by default), as a
+// revocation list would have to be shared; the browser's own cookie is
+// cleared at sign-out, and the API still refuses a token revoked there.
 package session
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 )
@@ -25,30 +38,76 @@ const (
 
 // Session is one signed-in person.
 type Session struct {
-	ID      string
-	Token   string // the bearer token sent to the gateway's /bo API
-	Name    string
-	Role    Role
-	Expires time.Time
+	// ID is the sealed session: the cookie's value.
+	ID      string    `json:"-"`
+	Token   string    `json:"t"` // the bearer token sent to the gateway's /bo API
+	Name    string    `json:"n"`
+	Role    Role      `json:"r"`
+	Expires time.Time `json:"e"`
 	// IDToken is the OpenID provider's, for signing out there too; empty
-	// after a sign-in with a token.
-	IDToken string
+	// after a sign-in with a token, or when it would make the cookie too
+	// large for browsers.
+	IDToken string `json:"i,omitempty"`
+	// Nonce makes two sessions of the same person differ.
+	Nonce string `json:"x"`
 }
 
 // CanEdit reports whether the person may change anything.
 func (s Session) CanEdit() bool { return s.Role == Editor }
 
-// Store keeps live sessions.
+// maxCookie is the largest sealed value kept whole; past it the ID token
+// is left out (browsers keep cookies of about 4 KB).
+const maxCookie = 3800
+
+// MinKeyLength is the shortest key NewSealedStore accepts, in bytes.
+const MinKeyLength = 32
+
+// ErrShortKey is a key under MinKeyLength bytes.
+var ErrShortKey = errors.New("the session key must be at least 32 bytes")
+
+// Store seals and opens sessions.
 type Store struct {
-	mu   sync.Mutex
-	byID map[string]Session
+	aead cipher.AEAD
 	ttl  time.Duration
 	now  func() time.Time
+
+	mu    sync.Mutex
+	ended map[[32]byte]time.Time // sealed values and tokens ended here, until they expire
 }
 
-// NewStore returns a store whose sessions last ttl from sign-in.
+// sealContext binds a sealed value to its use.
+var sealContext = []byte("doclib console session")
+
+// NewSealedStore returns a store whose sessions last ttl from sign-in,
+// sealed with a key derived from key (CONSOLE_SESSION_KEY): every store
+// with the same key opens them.
+func NewSealedStore(key []byte, ttl time.Duration) (*Store, error) {
+	if len(key) < MinKeyLength {
+		return nil, ErrShortKey
+	}
+	sum := sha256.Sum256(append([]byte("doclib console session key\x00"), key...))
+	block, err := aes.NewCipher(sum[:])
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{aead: aead, ttl: ttl, now: time.Now, ended: map[[32]byte]time.Time{}}, nil
+}
+
+// NewStore returns a store with a key of its own, made now: only this
+// process opens its sessions (tests, and a console started without
+// CONSOLE_SESSION_KEY).
 func NewStore(ttl time.Duration) *Store {
-	return &Store{byID: map[string]Session{}, ttl: ttl, now: time.Now}
+	key := make([]byte, MinKeyLength)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	st, err := NewSealedStore(key, ttl)
+	if err != nil {
+		panic(err) // a 32-byte key always makes a store
+	}
+	return st
 }
 
 // Create starts a session for the person token names.
@@ -56,70 +115,85 @@ func (st *Store) Create(token, name string, role Role) Session {
 	return st.Add(Session{Token: token, Name: name, Role: role})
 }
 
-// Add starts session s under a new id. It lasts the store's ttl, or until
-// s.Expires when that comes first (an access token that expires sooner:
-// the session must not outlive the token it sends).
+// Add seals session s; its ID is the cookie's value. It lasts the store's
+// ttl, or until s.Expires when that comes first (an access token that
+// expires sooner: the session must not outlive the token it sends).
 func (st *Store) Add(s Session) Session {
-	s.ID = newID()
 	if limit := st.now().Add(st.ttl); s.Expires.IsZero() || s.Expires.After(limit) {
 		s.Expires = limit
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.sweep()
-	st.byID[s.ID] = s
+	s.Nonce = random(12)
+	s.ID = st.seal(s)
+	if len(s.ID) > maxCookie && s.IDToken != "" {
+		s.IDToken = ""
+		s.ID = st.seal(s)
+	}
 	return s
 }
 
-// Get returns the live session id names; an unknown id (another
-// deployment's cookie, a signed-out or expired session) is not found.
+func (st *Store) seal(s Session) string {
+	plain, _ := json.Marshal(s) // a Session always encodes
+	nonce := make([]byte, st.aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(st.aead.Seal(nonce, nonce, plain, sealContext))
+}
+
+// Get opens the session id seals; another key's cookie, a changed one, a
+// signed-out or expired session is not found.
 func (st *Store) Get(id string) (Session, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s, ok := st.byID[id]
-	if !ok {
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	n := st.aead.NonceSize()
+	if err != nil || len(raw) < n {
 		return Session{}, false
 	}
-	if !st.now().Before(s.Expires) {
-		delete(st.byID, id)
+	plain, err := st.aead.Open(nil, raw[:n], raw[n:], sealContext)
+	var s Session
+	if err != nil || json.Unmarshal(plain, &s) != nil || !st.now().Before(s.Expires) {
+		return Session{}, false
+	}
+	s.ID = id
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.isEnded(id) || st.isEnded("token\x00"+s.Token) {
 		return Session{}, false
 	}
 	return s, true
 }
 
-// Delete ends the session: its cookie no longer signs anyone in.
+// Delete ends the session id seals on this replica (sign-out; the browser
+// drops its cookie too).
 func (st *Store) Delete(id string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	delete(st.byID, id)
+	if s, ok := st.Get(id); ok {
+		st.end(id, s.Expires)
+	}
 }
 
-// EndToken ends every session that sends token: the API refused it
-// (revoked, or expired sooner than said).
+// EndToken ends every session that sends token on this replica: the API
+// refused it (revoked, or expired sooner than said).
 func (st *Store) EndToken(token string) {
+	st.end("token\x00"+token, st.now().Add(st.ttl))
+}
+
+func (st *Store) end(what string, until time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for id, s := range st.byID {
-		if s.Token == token {
-			delete(st.byID, id)
-		}
-	}
-}
-
-// sweep drops expired sessions; called with mu held, at each sign-in, so
-// the map holds at most the sessions of one ttl.
-func (st *Store) sweep() {
 	now := st.now()
-	for id, s := range st.byID {
-		if !now.Before(s.Expires) {
-			delete(st.byID, id)
+	for k, exp := range st.ended { // at most the sessions ended within one ttl
+		if !now.Before(exp) {
+			delete(st.ended, k)
 		}
 	}
+	st.ended[sha256.Sum256([]byte(what))] = until
 }
 
-// newID is 256 random bits, URL-safe.
-func newID() string {
-	b := make([]byte, 32)
+func (st *Store) isEnded(what string) bool {
+	_, ok := st.ended[sha256.Sum256([]byte(what))]
+	return ok
+}
+
+// random is n random bytes, URL-safe.
+func random(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -57,3 +57,31 @@ func TestAddEndsWithTheToken(t *testing.T) {
 		t.Fatal("the session outlived its access token")
 	}
 }
+
+// TestSharedKey: a session sealed by one replica (or before a restart)
+// opens with another store of the same key, not with another key's, and
+// not once changed.
+func TestSharedKey(t *testing.T) {
+	t.Parallel()
+	key := []byte("0123456789abcdef0123456789abcdef-shared")
+	a, err := NewSealedStore(key, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewSealedStore(key, time.Hour)
+	s := a.Create("tok", "alice", Editor)
+	if got, ok := b.Get(s.ID); !ok || got.Name != "alice" || got.Token != "tok" {
+		t.Fatalf("another replica opens %+v, %v; want alice's session", got, ok)
+	}
+	if _, ok := NewStore(time.Hour).Get(s.ID); ok {
+		t.Fatal("a store with another key opened the session")
+	}
+	changed := []byte(s.ID)
+	changed[10] ^= 1
+	if _, ok := b.Get(string(changed)); ok {
+		t.Fatal("a changed cookie opened")
+	}
+	if _, err := NewSealedStore([]byte("short"), time.Hour); err == nil {
+		t.Fatal("a short key was taken")
+	}
+}

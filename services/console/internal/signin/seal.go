@@ -11,9 +11,9 @@ import (
 )
 
 // sealer seals attempts with AES-256-GCM under a key made when the
-// process starts: only this process opens them, so a callback reaching
-// another replica, or this one after a restart, is asked to sign in
-// again (the console runs one replica: README, Console).
+// process starts, or derived from the session key (UseKey), which every
+// replica shares: a callback reaching another replica then finishes the
+// sign-in too.
 type sealer struct{ aead cipher.AEAD }
 
 // sealContext binds a sealed value to its use.
@@ -22,6 +22,11 @@ var sealContext = []byte("doclib console sign-in attempt")
 func newSealer() *sealer {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // never fails (crypto/rand)
+	return sealerOf(key)
+}
+
+// sealerOf is the sealer of a 32-byte key.
+func sealerOf(key []byte) *sealer {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		panic(err) // a 32-byte key is always valid
@@ -65,4 +70,12 @@ func (s *sealer) open(sealed string) (attempt, bool) {
 func CookieSuffix(state string) string {
 	sum := sha256.Sum256([]byte(state))
 	return hex.EncodeToString(sum[:8])
+}
+
+// UseKey seals the sign-in attempts with a key derived from key (the
+// session key every replica has), so that any replica finishes a sign-in
+// another one started.
+func (p *Provider) UseKey(key []byte) {
+	sum := sha256.Sum256(append([]byte("doclib console sign-in attempt key\x00"), key...))
+	p.seal = sealerOf(sum[:])
 }

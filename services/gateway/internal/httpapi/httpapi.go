@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -133,8 +134,8 @@ func New(d Deps) (Engines, error) {
 	}
 	if d.Console != nil {
 		// The console's own pages and forms, never on the public listener.
-		admin.Any(ConsolePath, tellClientIP, forward(d.Console))
-		admin.Any(ConsolePath+"/*page", tellClientIP, forward(d.Console))
+		admin.Any(ConsolePath, tellClientIP, guardConsoleBody, forward(d.Console))
+		admin.Any(ConsolePath+"/*page", tellClientIP, guardConsoleBody, forward(d.Console))
 	}
 	return Engines{Public: public, Admin: admin}, nil
 }
@@ -281,6 +282,15 @@ func dropForgedIdentity(c *gin.Context) {
 
 func securityHeaders(c *gin.Context) {
 	c.Header("X-Content-Type-Options", "nosniff")
+	c.Next()
+}
+
+// guardConsoleBody marks a console form's body, as bodyRules marks a /bo
+// body, so that one cut short by BODY_READ_TIMEOUT or UPLOAD_MIN_RATE is
+// answered 408 rather than as the console's failure (504, or 499). The
+// console caps its forms' size itself (MEDIA_MAX_UPLOAD_SIZE).
+func guardConsoleBody(c *gin.Context) {
+	c.Request = proxy.LimitBody(c.Writer, c.Request, math.MaxInt64, "")
 	c.Next()
 }
 

@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/doclib/services/gateway/internal/bodyread"
+	"github.com/doclib/services/gateway/internal/proxy"
 )
 
 // trickle writes head (the request line and headers, without the blank
@@ -111,5 +115,31 @@ func TestASlowBodyIsCutShort(t *testing.T) {
 	res, _ := trickle(t, h.url, json, fmt.Sprintf(`{"title":%q}`, strings.Repeat("t", 988)), 0, 5*time.Second)
 	if res.StatusCode != 200 || res.Close {
 		t.Errorf("a body in time: %d closing %v, want 200 from the echo upstream, kept alive", res.StatusCode, res.Close)
+	}
+}
+
+// TestASlowConsoleFormIsCutShort (issue 34 item 10): a console form whose
+// body trickles is answered 408, as a /bo body is (before: 499 or 504, the
+// console's proxy did not know the body was late).
+func TestASlowConsoleFormIsCutShort(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	console := proxy.New("console", u, http.DefaultTransport, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := start(t, options{bodyRead: bodyread.Config{Timeout: 500 * time.Millisecond, UploadMinRate: 1 << 20}, console: console})
+	head := "POST /console/documents/new HTTP/1.1\nHost: x\nContent-Type: application/x-www-form-urlencoded\nContent-Length: 1000"
+	res, took := trickle(t, h.url, head, strings.Repeat("x", 1000), 100*time.Millisecond, 30*time.Second)
+	if res.StatusCode != http.StatusRequestTimeout || took > 15*time.Second || !res.Close {
+		raw, _ := io.ReadAll(res.Body)
+		t.Errorf("a trickling console form: %d in %s, closing %v, want 408, closing; %s", res.StatusCode, took, res.Close, raw)
+	}
+	// A form that arrives in time reaches the console.
+	res, _ = trickle(t, h.url, head, strings.Repeat("x", 1000), 0, 5*time.Second)
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("a console form in time: %d, want the console's 200", res.StatusCode)
 	}
 }

@@ -239,3 +239,46 @@
     document.querySelectorAll("form[data-once]").forEach(function (f) { delete f.dataset.sent; });
   });
 })();
+
+// Times: the editor's time zone goes with every form that has a tz field
+// (a schedule is typed in it) and in a cookie (the pages print times in
+// it); each <time> says how long ago in words, its exact time on hover in
+// the browser's zone. Without this script, times are in UTC and say so.
+(function () {
+  var tz = "";
+  try { tz = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { tz = ""; }
+  if (tz) {
+    document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/console; SameSite=Lax; max-age=31536000";
+    document.querySelectorAll("input.tz").forEach(function (i) { i.value = tz; });
+    document.querySelectorAll(".zone-name").forEach(function (s) { s.textContent = ": " + tz; });
+  }
+  var exact = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  var words = typeof Intl.RelativeTimeFormat === "function" ? new Intl.RelativeTimeFormat("en", { numeric: "auto" }) : null;
+  function relative(t) {
+    var s = (t - Date.now()) / 1000, a = Math.abs(s);
+    if (!words) { return exact.format(t); }
+    if (a < 60) { return "just now"; }
+    if (a < 3600) { return words.format(Math.round(s / 60), "minute"); }
+    if (a < 86400) { return words.format(Math.round(s / 3600), "hour"); }
+    if (a < 30 * 86400) { return words.format(Math.round(s / 86400), "day"); }
+    return exact.format(t);
+  }
+  function update() {
+    document.querySelectorAll("time[datetime]").forEach(function (el) {
+      var t = new Date(el.getAttribute("datetime"));
+      if (isNaN(t)) { return; }
+      el.title = exact.format(t) + (tz ? " (" + tz + ")" : "");
+      el.textContent = relative(t);
+    });
+  }
+  update();
+  setInterval(update, 60000);
+})();
+
+// The filter panel is open on wide screens, closed on phones (where the
+// first documents then fit on the first screen); without script it is
+// closed unless a filter is on.
+(function () {
+  var panel = document.getElementById("filter-panel");
+  if (panel && window.matchMedia("(min-width: 64rem)").matches) { panel.open = true; }
+})();
