@@ -69,7 +69,7 @@ func load(env *config.Env) (settings, error) {
 		apiTimeout:  env.Duration("CONSOLE_API_TIMEOUT", 30*time.Second),
 		origin:      env.URL("CONSOLE_ORIGIN", ""),
 		sessionTTL:  env.Duration("CONSOLE_SESSION_TTL", 8*time.Hour),
-		sessionKey:  env.String("CONSOLE_SESSION_KEY", ""),
+		sessionKey:  env.OptionalSecret("CONSOLE_SESSION_KEY"),
 		development: env.Bool("CONSOLE_DEVELOPMENT", false),
 		tokenSignIn: env.Bool("CONSOLE_TOKEN_SIGNIN", false),
 		maxUpload:   env.Int("MEDIA_MAX_UPLOAD_SIZE", 100<<20, 1, 1<<40),
