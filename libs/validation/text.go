@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The rules every free-text field shares (titles, tag and category names,
@@ -14,8 +15,33 @@ import (
 // default-ignorable code points such as U+200B ZERO WIDTH SPACE or U+FEFF)
 // from both ends of s, so a value made only of them is empty. Inside the
 // text they stay: a zero-width joiner builds emoji and some scripts.
+//
+// A subdivision flag's tag characters at the end stay: the flag of
+// Scotland is a black flag followed by invisible tag characters.
 func Trim(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || IsInvisible(r) })
+	s = strings.TrimLeftFunc(s, blank)
+	for s != "" {
+		r, n := utf8.DecodeLastRuneInString(s)
+		if !blank(r) || (IsTagChar(r) && endsInFlag(strings.TrimRightFunc(s, IsTagChar))) {
+			break
+		}
+		s = s[:len(s)-n]
+	}
+	return s
+}
+
+func blank(r rune) bool { return unicode.IsSpace(r) || IsInvisible(r) }
+
+// BlackFlag is U+1F3F4, which tag characters follow in a subdivision flag.
+const BlackFlag = '\U0001F3F4'
+
+// IsTagChar says whether r is one of the tag characters that spell a
+// subdivision flag's code (U+E0020..U+E007F, CANCEL TAG ending it).
+func IsTagChar(r rune) bool { return r >= 0xE0020 && r <= 0xE007F }
+
+func endsInFlag(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r == BlackFlag
 }
 
 // IsInvisible reports a default-ignorable code point (Unicode's

@@ -160,10 +160,17 @@ func storableName(name string) string {
 // The zero-width joiner and non-joiner stay allowed: emoji sequences and
 // some scripts (Persian, the Indic ones) are written with them, and NameKey
 // ignores them.
+//
+// Tag characters (U+E0020..U+E007F) are allowed right after a black flag
+// (U+1F3F4) or another tag character: the flags of England, Scotland and
+// Wales are written that way.
 func hiddenInName(name string) string {
+	var prev rune
 	for i, r := range name {
+		flagTag := validation.IsTagChar(r) && (prev == validation.BlackFlag || validation.IsTagChar(prev))
+		prev = r
 		switch {
-		case r == zwj || r == zwnj:
+		case r == zwj || r == zwnj || flagTag:
 		case unicode.Is(unicode.Cf, r):
 			return fmt.Sprintf("must not contain invisible format characters (U+%04X at byte %d)", r, i)
 		case unicode.In(r, unicode.Zl, unicode.Zp):

@@ -41,6 +41,9 @@ func TestCleanName(t *testing.T) {
 		{"👩\u200d💻", "👩\u200d💻", true},
 		{"می\u200cخواهم", "می\u200cخواهم", true},
 		{"Café  N", "Café  N", true},
+		// Scotland's flag: a black flag, then tag characters spelling gbsct.
+		{"Rugby \U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F", "Rugby \U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F", true},
+		{"a\U000E0067b", "", false}, // a tag character alone hides
 	}
 	for _, tt := range tests {
 		var errs validation.Errors
