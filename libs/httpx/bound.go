@@ -22,7 +22,7 @@ const BoundGrace = 500 * time.Millisecond
 // runs on past its request's budget so as not to leave half a write). h
 // goes on in the background; its late answer is dropped. Reads, bounded
 // by their budget alone, and the requests pass reports (uploads, which
-// stream; a POST that changes nothing) pass untouched. This keeps the README's promise of an answer within ~5 s
+// stream; a POST that changes nothing) pass untouched. This keeps the app developer guide's promise (docs/app-developer.md) of an answer within ~5 s
 // whatever a write waits for.
 func Bound(h http.Handler, d time.Duration, pass func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

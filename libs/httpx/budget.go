@@ -11,8 +11,8 @@ import (
 
 // RequestBudget is how long a request that does not stream a file may take
 // in all: a dependency that is down (MongoDB first of all) makes it answer
-// 503 within this, however many calls it would have made (README: "answers
-// 503 within ~5 s").
+// 503 within this, however many calls it would have made (docs/platform.md,
+// "When a part is down": "answers 503 within ~5 s").
 const RequestBudget = 5 * time.Second
 
 // ErrBudgetSpent is the cause of a request's context ending because its

@@ -235,7 +235,7 @@ func run(ctx context.Context) error {
 	}
 }
 
-// gatewaySettings are the gateway's variables (README, Configuration) that
+// gatewaySettings are the gateway's variables (docs/platform.md's configuration reference) that
 // make dev leaves to the caller, e.g. PUBLIC_RATE_LIMIT=0 for a load test
 // from one address.
 var gatewaySettings = []string{"PUBLIC_RATE_LIMIT", "PUBLIC_CACHE_TTL", "UPSTREAM_TIMEOUT", "TRUSTED_PROXIES",

@@ -438,7 +438,7 @@ func TestOIDCKeysUnreachable(t *testing.T) {
 
 // TestOIDCKeysKeptThroughAnOutage: once the gateway has discovered the
 // issuer and fetched its keys, JWTs signed with them keep working while
-// the identity provider is down (README, "When a part is down").
+// the identity provider is down (docs/platform.md, "When a part is down").
 func TestOIDCKeysKeptThroughAnOutage(t *testing.T) {
 	t.Parallel()
 	is, o := discovered(t)

@@ -117,7 +117,7 @@ func load(env *config.Env) (settings, error) {
 	return s, env.Err()
 }
 
-// loadRenditions reads the RENDITION_* settings (README: Image renditions).
+// loadRenditions reads the RENDITION_* settings (services/media/README.md, "Image renditions").
 func loadRenditions(env *config.Env) rendition.Config {
 	c := rendition.Config{
 		AllowArbitrary:  env.Bool("RENDITION_ARBITRARY_SIZES", false),

@@ -32,7 +32,7 @@ const cleanupTimeout = 10 * time.Second
 
 // DBBudget bounds the database calls around a stream (an upload, a
 // download), whose requests take no overall budget: a database that does
-// not answer makes them fail within this (README: 503 within ~5 s).
+// not answer makes them fail within this (docs/platform.md, "When a part is down": 503 within ~5 s).
 const DBBudget = 5 * time.Second
 
 // undoTimeout bounds a database write that undoes or tidies up after a

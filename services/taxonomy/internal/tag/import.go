@@ -14,7 +14,7 @@ import (
 var ErrImportConflict = errors.New("a record with this id exists and differs from the imported one")
 
 // errNameTaken is an import whose id is free but whose name another record
-// holds: a conflict like any other (the README's merge rule), so that
+// holds: a conflict like any other (the merge rule of docs/platform.md, "Backup and restore"), so that
 // `doclib import -merge` keeps the existing record and goes on.
 var errNameTaken = fmt.Errorf("%w: another record has this name", ErrImportConflict)
 
