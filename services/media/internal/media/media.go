@@ -125,17 +125,17 @@ type Store interface {
 	// ClearDeleting makes the record live again if token still holds it.
 	ClearDeleting(ctx context.Context, id, token string) error
 	// Tombstone turns the record held by token into a tombstone and records
-	// the deletion event in the same write; ErrMarkLost if token no longer
-	// holds it.
+	// the deletion event in the same transaction; ErrMarkLost if token no
+	// longer holds it.
 	Tombstone(ctx context.Context, id, token string, at time.Time) error
 
 	// ReleaseStuck clears deletion marks set before cutoff (a crash between
 	// the steps of a deletion) and returns how many it cleared.
 	ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, error)
-	// Sweepable returns the tombstones whose events are all published.
+	// Sweepable returns the tombstones: their objects may be left.
 	Sweepable(ctx context.Context) ([]Media, error)
-	// RemoveTombstone removes the tombstone id for good if its events are
-	// all published.
+	// RemoveTombstone removes the tombstone id for good, once its objects
+	// are removed.
 	RemoveTombstone(ctx context.Context, id string) error
 
 	// Unsized returns up to limit live images of the given types whose size

@@ -97,15 +97,10 @@ func run(ctx context.Context) error {
 	}
 	defer bus.Close()
 
-	// Deletions store their events in the deleted records; the relay
-	// publishes them, then Sweep removes the finished tombstones.
-	categories, tags := store.Collections()
-	cfg.relay.AfterPublish = store.Sweep
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, categories, tags)
+	// TODO(txservices): the libs relay over the outbox collection.
+	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay)
 	stopRelay := relay.Start()
 	defer stopRelay()
-	// And on a timer: tombstones kept for their key, and expired keys.
-	defer store.StartSweeping(ctx, log, mongostore.SweepEvery)()
 
 	// Ready while MongoDB answers; NATS is reported, never required.
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).

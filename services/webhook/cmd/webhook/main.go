@@ -108,8 +108,9 @@ func run(ctx context.Context) error {
 	log := proc.Log
 	db := proc.DB
 
-	subStore := mongostore.New(db.Database(cfg.database))
 	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
+	// A subscription's deletion drops its deliveries in the same transaction.
+	subStore := mongostore.New(db.Database(cfg.database), dStore.Drop)
 	if err := startup.EnsureIndexes(ctx, dStore); err != nil {
 		return err
 	}

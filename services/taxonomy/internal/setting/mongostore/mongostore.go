@@ -46,12 +46,35 @@ func (s *Store) Get(ctx context.Context) (setting.Settings, bool, error) {
 	return setting.Settings{ModeratorEmail: d.ModeratorEmail, UpdatedAt: d.UpdatedAt.UTC(), UpdatedBy: d.UpdatedBy}, true, nil
 }
 
-// Put implements setting.Store: one upsert, atomic with its revision.
-func (s *Store) Put(ctx context.Context, v setting.Settings) error {
-	_, err := s.coll.UpdateOne(ctx, bson.M{"_id": id}, bson.M{
-		"$set": bson.M{"moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt, "updatedBy": v.UpdatedBy},
-		"$inc": bson.M{"rev": int64(1)},
-	}, options.UpdateOne().SetUpsert(true))
+// Put implements setting.Store: one upsert, atomic with its revision, in
+// one transaction with the read check needs.
+func (s *Store) Put(ctx context.Context, v setting.Settings, check func(setting.Settings, bool) error) error {
+	return inTx(ctx, s.coll.Database().Client(), func(ctx context.Context) error {
+		if check != nil {
+			got, found, err := s.Get(ctx)
+			if err != nil {
+				return err
+			}
+			if err := check(got, found); err != nil {
+				return err
+			}
+		}
+		_, err := s.coll.UpdateOne(ctx, bson.M{"_id": id}, bson.M{
+			"$set": bson.M{"moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt, "updatedBy": v.UpdatedBy},
+			"$inc": bson.M{"rev": int64(1)},
+		}, options.UpdateOne().SetUpsert(true))
+		return err
+	})
+}
+
+// TODO(txservices): libs/mongox InTx once it lands.
+func inTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context) error) error {
+	sess, err := client.StartSession()
+	if err != nil {
+		return err
+	}
+	defer sess.EndSession(context.WithoutCancel(ctx))
+	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) { return nil, fn(ctx) })
 	return err
 }
 

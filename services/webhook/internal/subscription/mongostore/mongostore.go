@@ -1,6 +1,7 @@
 // Package mongostore keeps webhook subscriptions in MongoDB, one document
 // per subscription in the webhook_subscriptions collection. Updates are
-// optimistic: a version field guards each replacement.
+// optimistic: a version field guards each replacement. A deletion takes
+// what belongs to the subscription with it, in one transaction.
 package mongostore
 
 import (
@@ -18,13 +19,18 @@ import (
 
 // Store implements subscription.Store.
 type Store struct {
-	coll *mongo.Collection
+	coll    *mongo.Collection
+	cascade []func(ctx context.Context, id string) error
 }
 
 var _ subscription.Store = (*Store)(nil)
 
-// New returns a store on db.
-func New(db *mongo.Database) *Store { return &Store{coll: db.Collection("webhook_subscriptions")} }
+// New returns a store on db. Each of cascade runs in the transaction of
+// every Delete, with the subscription's id, and removes what belongs to it
+// (its deliveries): all of it goes, or none.
+func New(db *mongo.Database, cascade ...func(ctx context.Context, id string) error) *Store {
+	return &Store{coll: db.Collection("webhook_subscriptions"), cascade: cascade}
+}
 
 type doc struct {
 	ID             string    `bson:"_id"`
@@ -123,14 +129,33 @@ func (st *Store) Update(ctx context.Context, id string, change func(*subscriptio
 	return subscription.Subscription{}, subscription.ErrConflict
 }
 
-// Delete removes the subscription id.
+// Delete removes the subscription id and, in the same transaction, what
+// belongs to it (New's cascade).
 func (st *Store) Delete(ctx context.Context, id string) error {
-	res, err := st.coll.DeleteOne(ctx, bson.M{"_id": id})
+	return inTx(ctx, st.coll.Database().Client(), func(ctx context.Context) error {
+		res, err := st.coll.DeleteOne(ctx, bson.M{"_id": id})
+		if err != nil {
+			return fmt.Errorf("delete subscription: %w", err)
+		}
+		if res.DeletedCount == 0 {
+			return subscription.ErrNotFound
+		}
+		for _, drop := range st.cascade {
+			if err := drop(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// TODO(txservices): libs/mongox InTx once it lands.
+func inTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context) error) error {
+	sess, err := client.StartSession()
 	if err != nil {
-		return fmt.Errorf("delete subscription: %w", err)
+		return err
 	}
-	if res.DeletedCount == 0 {
-		return subscription.ErrNotFound
-	}
-	return nil
+	defer sess.EndSession(context.WithoutCancel(ctx))
+	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) { return nil, fn(ctx) })
+	return err
 }
