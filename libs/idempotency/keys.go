@@ -48,6 +48,14 @@ type Keys struct {
 	streamed  func(*http.Request) bool
 	log       *slog.Logger
 	now       func() time.Time
+	recheck   func(context.Context, Answer) *problem.Problem
+}
+
+// Answer is a stored answer, as a Recheck sees it.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
 }
 
 // KeysConfig configures Keys. Zero values take the defaults.
@@ -61,6 +69,11 @@ type KeysConfig struct {
 	Log      *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
+	// Recheck, if set, runs before replaying an answer whose first attempt
+	// never saw its commit confirmed (it answered 503 outcome_unknown, or
+	// stopped): a non-nil problem is answered instead, and not kept. A
+	// create says so when what it made was deleted since.
+	Recheck func(ctx context.Context, first Answer) *problem.Problem
 }
 
 // keyRecord is a key as stored.
@@ -71,6 +84,8 @@ type keyRecord struct {
 	Header      map[string][]string `bson:"header,omitempty"`
 	Body        []byte              `bson:"body,omitempty"`
 	ExpiresAt   time.Time           `bson:"expiresAt"`
+	// Confirmed is set once the first attempt saw its commit succeed.
+	Confirmed bool `bson:"confirmed"`
 }
 
 // NewKeys returns the keys kept in db; client runs the transactions.
@@ -85,7 +100,7 @@ func NewKeys(client *mongo.Client, db *mongo.Database, cfg KeysConfig) *Keys {
 		cfg.Now = time.Now
 	}
 	return &Keys{client: client, coll: db.Collection(KeysCollection), retention: cfg.Retention,
-		streamed: cfg.Streamed, log: cfg.Log, now: cfg.Now}
+		streamed: cfg.Streamed, log: cfg.Log, now: cfg.Now, recheck: cfg.Recheck}
 }
 
 // EnsureIndexes creates the TTL index that forgets expired keys.
@@ -182,6 +197,12 @@ func (q *keyed) answer(rec keyRecord) {
 		httpx.Fail(q.c, Reused())
 		return
 	}
+	if !rec.Confirmed && q.k.recheck != nil {
+		if p := q.k.recheck(q.c.Request.Context(), Answer{Status: rec.Status, Header: rec.Header, Body: rec.Body}); p != nil {
+			httpx.Fail(q.c, p)
+			return
+		}
+	}
 	h := q.c.Writer.Header()
 	for name, vs := range rec.Header {
 		h[name] = vs
@@ -223,6 +244,9 @@ func (q *keyed) runFirst() {
 	}
 	err := held.Commit(fctx, func(ctx context.Context) error { return q.k.store(ctx, rec) })
 	if err == nil {
+		if _, cerr := q.k.coll.UpdateOne(fctx, bson.M{"_id": rec.ID}, bson.M{"$set": bson.M{"confirmed": true}}); cerr != nil {
+			q.k.log.WarnContext(fctx, "idempotency key's commit not marked confirmed", "error", cerr.Error())
+		}
 		buf.flushTo(real)
 		return
 	}

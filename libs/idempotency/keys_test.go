@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/problem"
 	"github.com/doclib/libs/testkit"
 )
 
@@ -110,5 +112,35 @@ func TestAFailedAnswerUndoesItsWritesAndFreesTheKey(t *testing.T) {
 	}
 	if n := s.count(t); n != 1 {
 		t.Errorf("records: %d, want 1", n)
+	}
+}
+
+// An answer whose commit its first attempt never saw confirmed is
+// rechecked before it is replayed; a confirmed one is replayed as it is.
+func TestAnUnconfirmedAnswerIsRechecked(t *testing.T) {
+	keysDB := testkit.Mongo(t)
+	testkit.NeedsTransactions(t, keysDB)
+	gone := problem.Conflict("created_thing_deleted", "deleted since")
+	keys := idempotency.NewKeys(keysDB.Client(), keysDB, idempotency.KeysConfig{
+		Recheck: func(context.Context, idempotency.Answer) *problem.Problem { return gone }})
+	testkit.Must(t, keys.EnsureIndexes(context.Background()), "indexes")
+	s := &service{engine: gin.New()}
+	s.engine.Use(keys.Middleware())
+	s.engine.POST("/bo/things", func(c *gin.Context) { c.JSON(http.StatusCreated, gin.H{}) })
+
+	fp := idempotency.NewFingerprinter(http.MethodPost, "/bo/things")
+	_, _ = fp.Write([]byte(`{}`))
+	_, err := keysDB.Collection(idempotency.KeysCollection).InsertOne(context.Background(), bson.M{
+		"_id": idempotency.ScopedID("", "u1"), "fingerprint": fp.Sum(), "status": 201,
+		"expiresAt": time.Now().Add(time.Hour), "confirmed": false})
+	testkit.Must(t, err, "insert an unconfirmed answer")
+	if w := s.post(t, "/bo/things", `"u1"`, `{}`); w.Code != http.StatusConflict {
+		t.Errorf("unconfirmed answer: %d, want the recheck's 409", w.Code)
+	}
+	if w := s.post(t, "/bo/things", `"c1"`, `{}`); w.Code != http.StatusCreated {
+		t.Fatalf("first: %d", w.Code)
+	}
+	if w := s.post(t, "/bo/things", `"c1"`, `{}`); w.Code != http.StatusCreated {
+		t.Errorf("confirmed answer: %d, want it replayed", w.Code)
 	}
 }
