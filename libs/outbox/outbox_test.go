@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/mongox"
@@ -131,5 +132,28 @@ func TestEventsWaitWhileTheStreamIsDown(t *testing.T) {
 	waitFor(t, 5*time.Second, "the events published", func() bool { return len(pub.published()) == len(want) })
 	if got := pub.published(); !slices.Equal(got, want) {
 		t.Errorf("published %v, want %v", got, want)
+	}
+}
+
+// Events kept inside records by the former outbox are moved to the
+// collection and published once.
+func TestLegacyEventsAreMovedAndPublished(t *testing.T) {
+	pub := &recorder{}
+	ob, _ := newOutbox(t, pub, time.Hour)
+	db := ob.Collection().Database()
+	evs := newEvents(t, 2)
+	update := bson.M{"$set": bson.M{"deletedAt": time.Now()}}
+	testkit.Must(t, outbox.Add(update, evs...), "legacy add")
+	things := db.Collection("things")
+	_, err := things.UpdateOne(context.Background(), bson.M{"_id": "x"}, update, options.UpdateOne().SetUpsert(true))
+	testkit.Must(t, err, "legacy write")
+	n, err := ob.MoveLegacy(context.Background(), db.Client(), things)
+	testkit.Must(t, err, "move")
+	if n != 2 {
+		t.Fatalf("moved %d, want 2", n)
+	}
+	waitFor(t, 2*time.Second, "the events published", func() bool { return len(pub.published()) == 2 })
+	if left, _ := things.CountDocuments(context.Background(), bson.M{"outboxCount": bson.M{"$exists": true}}); left != 0 {
+		t.Errorf("%d records still carry an outbox", left)
 	}
 }
