@@ -106,8 +106,8 @@ func (e *InUseError) Error() string {
 // records being deleted. Implementations report an
 // unknown or invisible id with ErrNotFound.
 type Store interface {
-	// Insert stores m; ErrDuplicate if a live media, or one being deleted,
-	// has its SHA256.
+	// Insert stores m and ends the upload intent of its object, together;
+	// ErrDuplicate if a live media, or one being deleted, has its SHA256.
 	Insert(ctx context.Context, m Media) error
 	// ByDigest returns the media with these bytes, live or being deleted
 	// (Deleting set); ErrNotFound if none.

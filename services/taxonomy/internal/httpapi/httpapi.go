@@ -37,23 +37,18 @@ type Revisioner interface {
 	Revision(ctx context.Context) (int64, error)
 }
 
-// Handler holds the taxonomy use cases, the rendered categories, and an
-// optional hook run after each deletion (the outbox relay's nudge).
+// Handler holds the taxonomy use cases and the rendered categories.
 type Handler struct {
 	svc        *tag.Service
 	categories *rendering.Cache[categories]
-	onDeleted  func()
 }
 
 // categories is every category with its tags, rendered for each side.
 type categories struct{ public, admin *rendering.Rendering }
 
-// New returns a Handler. onDeleted may be nil.
-func New(svc *tag.Service, rev Revisioner, onDeleted func()) *Handler {
-	if onDeleted == nil {
-		onDeleted = func() {}
-	}
-	h := &Handler{svc: svc, onDeleted: onDeleted}
+// New returns a Handler.
+func New(svc *tag.Service, rev Revisioner) *Handler {
+	h := &Handler{svc: svc}
 	h.categories = &rendering.Cache[categories]{Load: h.render, Revision: rev.Revision, MaxAge: maxAge}
 	return h
 }
@@ -183,7 +178,6 @@ func (h *Handler) deleteCategory(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.onDeleted()
 	c.Status(http.StatusNoContent)
 }
 
@@ -219,7 +213,6 @@ func (h *Handler) deleteTag(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.onDeleted()
 	c.Status(http.StatusNoContent)
 }
 

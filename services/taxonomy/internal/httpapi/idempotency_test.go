@@ -12,7 +12,7 @@ import (
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
-	idemstore "github.com/doclib/libs/idempotency/mongostore"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -47,14 +47,17 @@ func keyedAPI(t *testing.T) (*api, *lossy) {
 	t.Helper()
 	t.Parallel()
 	db, log := testkit.Mongo(t), slog.New(slog.DiscardHandler)
-	store := mongostore.New(db, log)
+	testkit.NeedsTransactions(t, db)
+	store := mongostore.New(db, outbox.New(db, log), log)
 	testkit.Must(t, store.EnsureIndexes(t.Context()), "indexes")
 	ls := &lossy{Store: store}
 	ls.lost.Store(true)
 	e := httpx.NewEngine("taxonomy", log)
-	e.Use(idemstore.Middleware(context.Background(), db, log, time.Hour, nil))
-	httpapi.New(tag.NewService(ls), store, nil).Register(e)
-	return &api{t: t, h: e, store: store, keys: db.Collection(idemstore.Collection)}, ls
+	keys := idempotency.NewKeys(db.Client(), db, idempotency.KeysConfig{Retention: time.Hour, Log: log})
+	testkit.Must(t, keys.EnsureIndexes(t.Context()), "key indexes")
+	e.Use(keys.Middleware())
+	httpapi.New(tag.NewService(ls), store).Register(e)
+	return &api{t: t, h: e, store: store, keys: db.Collection(idempotency.KeysCollection)}, ls
 }
 
 // kept reports whether the middleware keeps an outcome for key (sent

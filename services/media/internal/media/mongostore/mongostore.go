@@ -28,6 +28,7 @@ import (
 
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/media/internal/media"
 )
 
@@ -40,7 +41,7 @@ const CollectionName = "medias"
 // Store implements media.Store.
 type Store struct {
 	db      *mongo.Database
-	outbox  *outboxColl
+	outbox  *outbox.Outbox
 	coll    *mongo.Collection
 	uploads *mongo.Collection
 	rev     *mongox.Revision
@@ -49,11 +50,18 @@ type Store struct {
 
 var _ media.Store = (*Store)(nil)
 
-// New returns a Store on db. Call EnsureIndexes once at start-up. log
-// receives the failures of revision bumps, which never fail a write.
-func New(db *mongo.Database, log *slog.Logger) *Store {
+// New returns a Store on db whose deletions record their events in box.
+// Call EnsureIndexes once at start-up. log receives the failures of
+// revision bumps, which never fail a write.
+func New(db *mongo.Database, box *outbox.Outbox, log *slog.Logger) *Store {
 	return &Store{db: db, coll: db.Collection(CollectionName), uploads: db.Collection(UploadsCollection),
-		rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log), log: log, outbox: newOutbox(db)}
+		rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log), log: log, outbox: box}
+}
+
+// inTx runs fn in one transaction (or the request's: an upload's record
+// commits with its Idempotency-Key's answer, mongox.InTx).
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return mongox.InTx(ctx, s.db.Client(), fn)
 }
 
 // Revision returns a number that moves after every write that shows or
@@ -68,6 +76,10 @@ func (s *Store) Collection() *mongo.Collection { return s.coll }
 // replicas start together.
 // Records stored before digests were unique get their digest first.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
+	// Tombstones from before transactions kept their event in themselves.
+	if _, err := s.outbox.MoveLegacy(ctx, s.db.Client(), s.coll); err != nil {
+		return err
+	}
 	if err := s.giveDigests(ctx); err != nil {
 		return fmt.Errorf("give digests to older records: %w", err)
 	}
@@ -178,14 +190,20 @@ func tombstone(filter bson.M) bson.M {
 	return filter
 }
 
-// Insert implements media.Store.
+// Insert implements media.Store: the record, and the end of its upload's
+// intent, in one transaction.
 func (s *Store) Insert(ctx context.Context, m media.Media) error {
-	_, err := s.coll.InsertOne(ctx, toDoc(m))
+	bump := context.WithoutCancel(ctx)
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		if _, err := s.coll.InsertOne(ctx, toDoc(m)); err != nil {
+			return err
+		}
+		mongox.OnCommit(ctx, func() { s.rev.Bump(bump) })
+		_, err := s.uploads.DeleteOne(ctx, bson.M{"_id": m.ObjectKey})
+		return err
+	})
 	if mongo.IsDuplicateKeyError(err) {
 		return media.ErrDuplicate // the digest: ids are random
-	}
-	if err == nil {
-		s.rev.Bump(ctx)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/services/taxonomy/internal/setting"
 )
 
@@ -49,7 +50,7 @@ func (s *Store) Get(ctx context.Context) (setting.Settings, bool, error) {
 // Put implements setting.Store: one upsert, atomic with its revision, in
 // one transaction with the read check needs.
 func (s *Store) Put(ctx context.Context, v setting.Settings, check func(setting.Settings, bool) error) error {
-	return inTx(ctx, s.coll.Database().Client(), func(ctx context.Context) error {
+	return mongox.InTx(ctx, s.coll.Database().Client(), func(ctx context.Context) error {
 		if check != nil {
 			got, found, err := s.Get(ctx)
 			if err != nil {
@@ -65,17 +66,6 @@ func (s *Store) Put(ctx context.Context, v setting.Settings, check func(setting.
 		}, options.UpdateOne().SetUpsert(true))
 		return err
 	})
-}
-
-// TODO(txservices): libs/mongox InTx once it lands.
-func inTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context) error) error {
-	sess, err := client.StartSession()
-	if err != nil {
-		return err
-	}
-	defer sess.EndSession(context.WithoutCancel(ctx))
-	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) { return nil, fn(ctx) })
-	return err
 }
 
 // Create implements setting.Store: one insert of the record, refused by

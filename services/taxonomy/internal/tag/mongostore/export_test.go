@@ -8,7 +8,7 @@ import (
 // OutboxLen counts the events recorded and not yet published.
 func OutboxLen(t *testing.T, s *Store) int64 {
 	t.Helper()
-	n, err := s.outbox.c.CountDocuments(context.Background(), struct{}{})
+	n, err := s.outbox.Collection().CountDocuments(context.Background(), struct{}{})
 	if err != nil {
 		t.Fatalf("count outbox: %v", err)
 	}

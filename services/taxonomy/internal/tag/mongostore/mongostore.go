@@ -23,6 +23,7 @@ import (
 
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/taxonomy/internal/tag"
 )
 
@@ -35,28 +36,43 @@ type Store struct {
 	categories *mongo.Collection
 	tags       *mongo.Collection
 	rev        *mongox.Revision
-	outbox     *outboxColl
+	outbox     *outbox.Outbox
 }
 
 var _ tag.Store = (*Store)(nil)
 
-// New returns a Store on db. Call EnsureIndexes once at start-up. log
-// receives the failures of revision bumps, which never fail a write.
-func New(db *mongo.Database, log *slog.Logger) *Store {
+// New returns a Store on db whose deletions record their events in box.
+// Call EnsureIndexes once at start-up. log receives the failures of
+// revision bumps, which never fail a write.
+func New(db *mongo.Database, box *outbox.Outbox, log *slog.Logger) *Store {
 	return &Store{db: db, categories: db.Collection("categories"), tags: db.Collection("tags"),
-		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log), outbox: newOutbox(db)}
+		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log), outbox: box}
+}
+
+// inTx runs fn in one transaction (or the request's, mongox.InTx); the
+// revision moves once it has committed, so that no replica renders the
+// categories anew before the change is there to be read.
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	bump := context.WithoutCancel(ctx)
+	return mongox.InTx(ctx, s.db.Client(), func(ctx context.Context) error {
+		mongox.OnCommit(ctx, func() { s.rev.Bump(bump) })
+		return fn(ctx)
+	})
 }
 
 // Revision returns a number that moves after every write of a category or
 // tag (collection meta), so that every replica's rendering of the
 // categories can tell, with one small read, whether it must render again.
-// Each write method moves it once it has begun to write, whether or not
-// the write then succeeded: a spare move costs one rendering.
+// Each write moves it once it has committed.
 func (s *Store) Revision(ctx context.Context) (int64, error) { return s.rev.Get(ctx) }
 
-// EnsureIndexes creates the indexes; it is idempotent and safe when several
-// replicas start together.
+// EnsureIndexes creates the indexes, and finishes the deletions of a store
+// from before transactions (upgrade); it is idempotent and safe when
+// several replicas start together.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
+	if err := s.upgrade(ctx); err != nil {
+		return err
+	}
 	if err := mongox.EnsureIndexes(ctx, s.categories,
 		mongox.Index("id_unique", true, "id"),
 		mongox.Index("nameKey_unique", true, "nameKey"),
@@ -180,7 +196,6 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
 		OID: bson.NewObjectID(), ID: c.ID, Name: c.Name, NameKey: tag.NameKey(c.Name),
 		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
-	defer s.rev.Bump(ctx)
 	return s.inTx(ctx, func(ctx context.Context) error {
 		return insert(ctx, s.categories, c.ID, doc)
 	})
@@ -220,7 +235,6 @@ func insert(ctx context.Context, coll *mongo.Collection, id string, doc any) err
 
 // RenameCategory implements tag.Store.
 func (s *Store) RenameCategory(ctx context.Context, id, name string, at time.Time, check tag.Check) (tag.Category, error) {
-	defer s.rev.Bump(ctx)
 	var out tag.Category
 	err := s.inTx(ctx, func(ctx context.Context) error {
 		if err := s.check(ctx, check); err != nil {
@@ -270,7 +284,6 @@ func rename(ctx context.Context, coll *mongo.Collection, id, name string, at tim
 // DeleteCategory implements tag.Store: the category, its tags and their
 // events go in one transaction.
 func (s *Store) DeleteCategory(ctx context.Context, id string, at time.Time) error {
-	defer s.rev.Bump(ctx)
 	return s.inTx(ctx, func(ctx context.Context) error {
 		c, err := s.category(ctx, id)
 		if err != nil {
@@ -334,7 +347,6 @@ func (s *Store) Tags(ctx context.Context, ids []string) ([]tag.Tag, error) {
 // transaction: a deletion of it either commits first (the tag is refused)
 // or after (and deletes the tag with it).
 func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
-	defer s.rev.Bump(ctx)
 	return s.inTx(ctx, func(ctx context.Context) error {
 		c, err := s.category(ctx, t.CategoryID)
 		if err != nil {
@@ -350,7 +362,6 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
 
 // RenameTag implements tag.Store.
 func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time, check tag.Check) (tag.Tag, error) {
-	defer s.rev.Bump(ctx)
 	var out tag.Tag
 	err := s.inTx(ctx, func(ctx context.Context) error {
 		if err := s.check(ctx, check); err != nil {
@@ -372,7 +383,6 @@ func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time, ch
 // DeleteTag implements tag.Store: the tag and its event in one
 // transaction.
 func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
-	defer s.rev.Bump(ctx)
 	return s.inTx(ctx, func(ctx context.Context) error {
 		t, err := s.Tag(ctx, id)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/tag"
 	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
@@ -17,8 +18,12 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func newStore(t *testing.T) (*mongostore.Store, context.Context) {
 	t.Helper()
 	t.Parallel()
-	s := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
+	db := testkit.Mongo(t)
+	testkit.NeedsTransactions(t, db)
+	box := outbox.New(db, testkit.Logger(t))
+	s := mongostore.New(db, box, testkit.Logger(t))
 	ctx := context.Background()
+	testkit.Must(t, box.EnsureIndexes(ctx), "outbox indexes")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes again")
 	return s, ctx

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/services/webhook/internal/subscription"
 )
 
@@ -132,7 +133,7 @@ func (st *Store) Update(ctx context.Context, id string, change func(*subscriptio
 // Delete removes the subscription id and, in the same transaction, what
 // belongs to it (New's cascade).
 func (st *Store) Delete(ctx context.Context, id string) error {
-	return inTx(ctx, st.coll.Database().Client(), func(ctx context.Context) error {
+	return mongox.InTx(ctx, st.coll.Database().Client(), func(ctx context.Context) error {
 		res, err := st.coll.DeleteOne(ctx, bson.M{"_id": id})
 		if err != nil {
 			return fmt.Errorf("delete subscription: %w", err)
@@ -147,15 +148,4 @@ func (st *Store) Delete(ctx context.Context, id string) error {
 		}
 		return nil
 	})
-}
-
-// TODO(txservices): libs/mongox InTx once it lands.
-func inTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context) error) error {
-	sess, err := client.StartSession()
-	if err != nil {
-		return err
-	}
-	defer sess.EndSession(context.WithoutCancel(ctx))
-	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) { return nil, fn(ctx) })
-	return err
 }
