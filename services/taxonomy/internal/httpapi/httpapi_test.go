@@ -25,11 +25,11 @@ import (
 func TestMain(m *testing.M) { testkit.Main(m) }
 
 type api struct {
-	t       *testing.T
-	h       http.Handler
-	store   *mongostore.Store
-	box     *outbox.Outbox
-	keys    *mongo.Collection // the Idempotency-Key middleware's records (keyedAPI)
+	t     *testing.T
+	h     http.Handler
+	store *mongostore.Store
+	box   *outbox.Outbox
+	keys  *mongo.Collection // the Idempotency-Key middleware's records (keyedAPI)
 }
 
 func newAPI(t *testing.T) *api {

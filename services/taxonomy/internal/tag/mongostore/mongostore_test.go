@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/tag"
