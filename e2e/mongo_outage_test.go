@@ -39,7 +39,10 @@ func newDBProxy(t *testing.T) *dbProxy {
 	return p
 }
 
-func (p *dbProxy) URI() string { return "mongodb://" + p.addr + "/" }
+// URI connects through the proxy alone: the database answers hello as a
+// replica set naming its own address, which a driver would otherwise
+// connect to directly, around the proxy.
+func (p *dbProxy) URI() string { return "mongodb://" + p.addr + "/?directConnection=true" }
 
 func (p *dbProxy) listen() {
 	ln, err := net.Listen("tcp", p.addr)

@@ -301,3 +301,32 @@ func configuration(t *testing.T) (names, required map[string]map[string]bool) {
 	}
 	return names, required
 }
+
+// MongoDB runs as a replica set of one member, and the services name the
+// set: every write is a transaction, which a standalone refuses.
+func TestMongoIsAReplicaSet(t *testing.T) {
+	p := load(t)
+	mongo := p.Services["mongo"]
+	if !slices.Equal(mongo.Command, []string{"--replSet", "rs0", "--bind_ip_all"}) {
+		t.Errorf("mongo command %v, want --replSet rs0 --bind_ip_all", mongo.Command)
+	}
+	if hc := strings.Join(mongo.HealthCheck.Test, " "); !strings.Contains(hc, "rs.initiate") || !strings.Contains(hc, "isWritablePrimary") {
+		t.Errorf("mongo healthcheck %q: want it to initiate the set and wait for the primary", hc)
+	}
+	for name, s := range p.Services {
+		uri, ok := s.Environment["MONGODB_URI"]
+		if !ok {
+			continue
+		}
+		if uri == nil || !strings.Contains(*uri, "replicaSet=rs0") {
+			t.Errorf("%s: MONGODB_URI %s, want one naming the replica set rs0", name, deref(uri))
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(unset)"
+	}
+	return *s
+}

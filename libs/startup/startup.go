@@ -43,9 +43,10 @@ type Process struct {
 
 // Begin starts the logger at level, logs the configuration env read (its
 // secrets masked), sets up telemetry and, unless mongoURI is empty, opens
-// the MongoDB client (lazily: the first call to reach the database is
-// EnsureIndexes). Call it once the configuration is valid, so a wrong
-// variable is reported before anything starts, and defer Stop.
+// the MongoDB client and checks that the server runs transactions (every
+// write is one; a standalone MongoDB fails here, clearly). Call it once the
+// configuration is valid, so a wrong variable is reported before anything
+// starts, and defer Stop.
 func Begin(ctx context.Context, service string, env *config.Env, level, mongoURI string) (*Process, error) {
 	p := &Process{Log: logging.New(os.Stderr, service, level)}
 	p.Log.Info("starting", env.Attrs()...)
@@ -63,6 +64,10 @@ func Begin(ctx context.Context, service string, env *config.Env, level, mongoURI
 		return nil, err
 	}
 	p.stops = append(p.stops, func() { shutdown.Do(p.Log, "mongodb", p.DB.Disconnect) })
+	if err := mongox.CheckTransactions(ctx, p.DB); err != nil {
+		p.Stop()
+		return nil, err
+	}
 	return p, nil
 }
 

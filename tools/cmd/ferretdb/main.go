@@ -37,11 +37,12 @@ func main() {
 	dir := flag.String("dir", ".data/ferretdb", "data directory: SQLite files here, the PostgreSQL cluster in <dir>/postgres")
 	backend := flag.String("backend", envOr("DEV_DATABASE_BACKEND", "auto"), "auto (PostgreSQL when found, else SQLite), postgresql or sqlite; env DEV_DATABASE_BACKEND")
 	gate := flag.String("gate", envOr("DEV_DATABASE_GATE", "on"), "on, or off to let writes race as on bare FerretDB (only to show what the gate prevents); env DEV_DATABASE_GATE")
+	lifetime := flag.Duration("transaction-lifetime", envDuration("DEV_DATABASE_TRANSACTION_LIFETIME", wiregate.DefaultLifetime), "a transaction still open after this is aborted (MongoDB's transactionLifetimeLimitSeconds); env DEV_DATABASE_TRANSACTION_LIFETIME")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *dir, *backend, *gate); err != nil {
+	if err := run(ctx, *addr, *dir, *backend, *gate, *lifetime); err != nil {
 		fmt.Fprintln(os.Stderr, "ferretdb:", err)
 		os.Exit(1)
 	}
@@ -54,7 +55,22 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(ctx context.Context, addr, dir, backend, gateMode string) error {
+// envDuration reads a duration from the environment; one that does not
+// parse is reported and exits.
+func envDuration(k string, def time.Duration) time.Duration {
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fmt.Fprintf(os.Stderr, "ferretdb: %s=%q is not a positive duration (such as 60s)\n", k, v)
+		os.Exit(2)
+	}
+	return d
+}
+
+func run(ctx context.Context, addr, dir, backend, gateMode string, lifetime time.Duration) error {
 	if gateMode != "on" && gateMode != "off" {
 		return fmt.Errorf("-gate must be on or off, not %q", gateMode)
 	}
@@ -112,8 +128,9 @@ func run(ctx context.Context, addr, dir, backend, gateMode string) error {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
-		Off: gateMode == "off",
-		Log: log,
+		Off:      gateMode == "off",
+		Log:      log,
+		Lifetime: lifetime,
 	}
 	fmt.Printf("doclib-devdb ready backend=%s gate=%s reason=%s\n", cfg.Handler, gateMode, reason)
 

@@ -39,6 +39,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 )
@@ -76,12 +77,33 @@ type Gate struct {
 	// Off forwards without taking the lock, to show what the gate prevents.
 	Off bool
 	Log *slog.Logger
+	// Lifetime bounds a transaction: one still under way after it is
+	// aborted (MongoDB's transactionLifetimeLimitSeconds; 0 means
+	// DefaultLifetime).
+	Lifetime time.Duration
 
 	locks     locks
 	slots     chan struct{} // writes in FerretDB at once (maxParallelWrites)
 	slotsOnce sync.Once
 	writes    atomic.Int64
 	upstreams *connSet
+
+	connIDs  atomic.Int64
+	sessions sessions
+	txMu     sync.Mutex
+	active   *txn // the transaction under way (txn.go)
+}
+
+// clientConn is a client's connection as the gate's session code sees it.
+type clientConn struct {
+	id    int64
+	local string // the address the client dialled: hello's me
+	w     io.Writer
+}
+
+func (cc *clientConn) reply(resp []byte) error {
+	_, err := cc.w.Write(resp)
+	return err
 }
 
 // Writes returns how many write commands went through the gate.
@@ -128,21 +150,61 @@ func (g *Gate) proxy(ctx context.Context, client net.Conn) error {
 	// waiting for an answer that never comes does not keep it waiting.
 	g.upstreams.add(up)
 	defer g.upstreams.remove(up)
-	cr, ur := bufio.NewReader(client), bufio.NewReader(up)
+	cc := &clientConn{id: g.connIDs.Add(1), local: client.LocalAddr().String(), w: client}
+	defer g.connGone(cc.id)
+	cr := bufio.NewReader(client)
+	u := upstream{conn: up, r: bufio.NewReader(up)}
 	for {
 		req, err := readMessage(cr)
 		if err != nil {
 			return err
 		}
-		if err := g.exchange(req, up, ur, client); err != nil {
+		if err := g.serve(cc, req, u); err != nil {
 			return err
 		}
 	}
 }
 
+// serve answers one request: a handshake as a replica set primary's, a
+// session's transaction or retryable write (session.go, txn.go), anything
+// else as exchange does.
+func (g *Gate) serve(cc *clientConn, req []byte, u upstream) error {
+	c := parseCommand(req)
+	switch {
+	case isHello(c.name) && !c.moreToCome:
+		if _, err := u.conn.Write(req); err != nil {
+			return err
+		}
+		resp, err := readMessage(u.r)
+		if err != nil {
+			return err
+		}
+		return cc.reply(asPrimary(resp, cc.local))
+	case c.name == "commitTransaction" || c.name == "abortTransaction":
+		return g.endTransaction(cc, c, u)
+	case c.inTxn:
+		return g.inTransaction(cc, c, req, u)
+	case c.hasTxn && c.lsid != "" && retryableWrites[c.name] && !c.moreToCome:
+		return g.retryableWrite(cc, c, req, u)
+	}
+	if c.hasTxn {
+		req = withoutFields(req, sessionFields)
+	}
+	if !c.write {
+		g.awaitTransaction(c)
+	}
+	return g.exchange(req, u.conn, u.r, cc.w)
+}
+
 // exchange forwards req and relays its answer, under the lock the request
 // needs.
-func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Conn) error {
+func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client io.Writer) error {
+	return g.forward(req, up, ur, client, true)
+}
+
+// forward forwards req and relays its answer; a write takes its lock
+// when lock is set (a transaction's command holds the write side already).
+func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writer, lock bool) error {
 	name, write, moreToCome := classify(req)
 	if name == "find" {
 		// A few values of an $in, one index lookup each (in.go).
@@ -158,7 +220,9 @@ func (g *Gate) exchange(req []byte, up net.Conn, ur *bufio.Reader, client net.Co
 		}
 	}
 	if write && !g.Off {
-		defer g.locks.acquire(writeScope(name, req))()
+		if lock {
+			defer g.locks.acquire(writeScope(name, req))()
+		}
 		defer g.slot()()
 		g.writes.Add(1)
 	}
