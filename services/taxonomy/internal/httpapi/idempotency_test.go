@@ -19,8 +19,9 @@ import (
 	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
 )
 
-// lossy is a store whose first insert is applied by the database but its
-// answer lost: the service sees the write time out.
+// lossy is a store whose insert fails once it has written (lost false):
+// the service sees the write time out after the record was inserted in
+// the request's transaction.
 type lossy struct {
 	tag.Store
 	lost atomic.Bool
@@ -54,7 +55,6 @@ func keyedAPI(t *testing.T) (*api, *lossy) {
 	ls.lost.Store(true)
 	e := httpx.NewEngine("taxonomy", log)
 	keys := idempotency.NewKeys(db.Client(), db, idempotency.KeysConfig{Retention: time.Hour, Log: log})
-	testkit.Must(t, keys.EnsureIndexes(t.Context()), "key indexes")
 	e.Use(keys.Middleware())
 	httpapi.New(tag.NewService(ls), store).Register(e)
 	return &api{t: t, h: e, store: store, keys: db.Collection(idempotency.KeysCollection)}, ls
@@ -69,65 +69,49 @@ func (a *api) kept(key string) bool {
 	return n > 0
 }
 
-// A tag or category create the database applied but whose answer was lost
-// (503 outcome_unknown) answers its retry with the same Idempotency-Key as
-// the first attempt would have (201 with the record), not 409 (issue 21,
-// item 14); and that outcome is what the key keeps. Another request under
-// an id taken by someone else is 409, not kept: its retry runs again.
-func TestARetryOfATaxonomyCreateAppliedUnknowinglyAnswersTheRecord(t *testing.T) {
+// A keyed tag or category create commits its record with its answer: one
+// whose store failed after the insert (503) leaves neither, and its retry
+// creates it (201); that answer is kept and replayed, even once the record
+// is deleted, which is not created again. A 409 on a taken id is the
+// key's answer too; the key with another body is 422.
+func TestAKeyedTaxonomyCreateCommitsWithItsAnswer(t *testing.T) {
 	a, ls := keyedAPI(t)
-	creates := []struct{ path, body, key string }{
-		{"/bo/tags-categories", `{"id":"health","name":"Santé"}`, "k-cat"},
-		{"/bo/tags", `{"id":"flu","name":"Flu","categoryId":"health"}`, "k-tag"},
+	creates := []struct{ path, body, key, id string }{
+		{"/bo/tags-categories", `{"id":"health","name":"Santé"}`, "k-cat", "health"},
+		{"/bo/tags", `{"id":"flu","name":"Flu","categoryId":"health"}`, "k-tag", "flu"},
 	}
 	for _, c := range creates {
 		ls.lost.Store(false)
 		if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 503 || !strings.Contains(r.body, "outcome_unknown") {
-			t.Fatalf("%s whose answer was lost: %d %s, want 503 outcome_unknown", c.path, r.status, r.body)
+			t.Fatalf("%s whose store failed after the insert: %d %s, want 503 outcome_unknown", c.path, r.status, r.body)
 		}
-		for i := range 2 { // the retry, then the key's kept outcome
-			if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 201 || !strings.Contains(r.body, `"id":"`) {
-				t.Errorf("%s retry %d: %d %s, want 201 with the record the first attempt made", c.path, i+1, r.status, r.body)
-			}
+		if r := a.must("GET", "/bo/tags-categories", "", 200); strings.Contains(r.body, `"id":"`+c.id+`"`) || a.kept(c.key) {
+			t.Fatalf("%s: a failed create left %s or its key (kept %v): %s", c.path, c.id, a.kept(c.key), r.body)
+		}
+		first := a.do("POST", c.path, c.body, "Idempotency-Key", c.key)
+		if first.status != 201 || !a.kept(c.key) {
+			t.Fatalf("%s retry: %d %s (kept %v), want 201, kept", c.path, first.status, first.body, a.kept(c.key))
+		}
+		if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 201 || r.body != first.body {
+			t.Errorf("%s replay: %d %s, want the first answer %s", c.path, r.status, r.body, first.body)
 		}
 	}
-	other := `{"id":"health","name":"Other"}`
-	for i := range 2 {
-		if r := a.do("POST", "/bo/tags-categories", other, "Idempotency-Key", "k-other"); r.status != 409 {
-			t.Errorf("another request under a taken id, attempt %d: %d %s, want 409", i+1, r.status, r.body)
-		}
-	}
-	testkit.Must(t, a.store.DeleteCategory(t.Context(), "health", time.Now()), "delete")
-	a.must("POST", "/bo/tags-categories", other, 201) // sanity: the id is free
-	if r := a.do("POST", "/bo/tags-categories", `{"id":"x","name":"X"}`, "Idempotency-Key", "k-other"); r.status != 201 {
-		t.Errorf("the key whose answer was 409, for another body: %d %s, want 201 (the 409 was not kept)", r.status, r.body)
-	}
-}
-
-// A create applied whose answer was lost, deleted before its retry with the
-// same Idempotency-Key and body, is not created again: the retry gets the
-// first outcome (201), as every retry under a key does, and the record
-// stays deleted. A tag's category deleted meanwhile changes nothing.
-func TestARetryOfATaxonomyCreateDeletedSinceGetsTheFirstAnswer(t *testing.T) {
-	a, ls := keyedAPI(t)
-	a.must("POST", "/bo/tags-categories", `{"id":"home","name":"Home"}`, 201)
-	creates := []struct{ path, body, key, id, gone string }{
-		{"/bo/tags-categories", `{"id":"health","name":"Santé"}`, "k-cat", "health", "/bo/tags-categories/health"},
-		{"/bo/tags", `{"id":"flu","name":"Flu","categoryId":"home"}`, "k-tag", "flu", "/bo/tags-categories/home"},
-	}
+	a.must("DELETE", "/bo/tags-categories/health", "", 204) // and flu with it
 	for _, c := range creates {
-		ls.lost.Store(false)
-		if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 503 {
-			t.Fatalf("%s whose answer was lost: %d %s, want 503 outcome_unknown", c.path, r.status, r.body)
+		if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 201 || !strings.Contains(r.body, `"id":"`+c.id+`"`) {
+			t.Errorf("%s after the delete: %d %s, want the first answer, 201", c.path, r.status, r.body)
 		}
-		a.must("DELETE", c.gone, "", 204)
-		for i := range 2 {
-			if r := a.do("POST", c.path, c.body, "Idempotency-Key", c.key); r.status != 201 || !strings.Contains(r.body, `"id":"`+c.id+`"`) {
-				t.Errorf("%s retry %d after the delete: %d %s, want the first answer, 201 with %s", c.path, i+1, r.status, r.body, c.id)
-			}
+	}
+	if r := a.must("GET", "/bo/tags-categories", "", 200); r.body != "[]" {
+		t.Errorf("the retries made records again: %s", r.body)
+	}
+	a.must("POST", "/bo/tags-categories", `{"id":"home","name":"Home"}`, 201)
+	for i := range 2 {
+		if r := a.do("POST", "/bo/tags-categories", `{"id":"home","name":"Other"}`, "Idempotency-Key", "k-other"); r.status != 409 {
+			t.Errorf("a taken id under a key, attempt %d: %d %s, want 409", i+1, r.status, r.body)
 		}
-		if r := a.must("GET", "/bo/tags-categories", "", 200); strings.Contains(r.body, `"id":"`+c.id+`"`) {
-			t.Errorf("%s: %s exists again after the retries: %s", c.path, c.id, r.body)
-		}
+	}
+	if r := a.do("POST", "/bo/tags-categories", `{"id":"x","name":"X"}`, "Idempotency-Key", "k-other"); r.status != 422 {
+		t.Errorf("the key of a 409 with another body: %d %s, want 422", r.status, r.body)
 	}
 }
