@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -511,5 +512,50 @@ func (p *cutProxy) pipe(src, dst net.Conn, pass func(msg []byte) bool) {
 		if _, err := dst.Write(msg); err != nil {
 			return
 		}
+	}
+}
+
+// TestACursorReadsOnDuringATransaction: a cursor opened before a
+// transaction is read to its end while the transaction, which writes its
+// collection, is open (the gate never makes a getMore wait: a cursor left
+// half-read could otherwise hold up everything).
+func TestACursorReadsOnDuringATransaction(t *testing.T) {
+	f := newTxFixture(t)
+	var docs []any
+	for i := range 50 {
+		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("d%02d", i)}})
+	}
+	if _, err := f.coll.InsertMany(f.ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := f.other.Find(f.ctx, bson.D{}, options.Find().SetBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(f.ctx)
+	sess, err := f.client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(f.ctx)
+	_ = sess.StartTransaction()
+	sctx := mongo.NewSessionContext(f.ctx, sess)
+	if _, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "in-transaction"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	read := 0
+	for cur.Next(ctx) {
+		if cur.Current.Lookup("_id").StringValue() == "in-transaction" {
+			t.Error("a cursor outside the transaction read its uncommitted insert")
+		}
+		read++
+	}
+	if err := cur.Err(); err != nil || read != 51 {
+		t.Errorf("read %d documents (%v) during the transaction, want all 51 from before it", read, err)
+	}
+	if err := sess.CommitTransaction(f.ctx); err != nil {
+		t.Fatal(err)
 	}
 }
