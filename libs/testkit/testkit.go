@@ -77,9 +77,11 @@ func (s *shared) start(name string, run func(dir string) (*devserver.Process, er
 
 // MongoURI returns the URI of this test binary's development database,
 // starting it the first time: FerretDB behind the write gate that makes
-// its writes atomic as MongoDB's, on PostgreSQL where the machine has it
-// (SQLite otherwise, or with DEV_DATABASE_BACKEND=sqlite). Set
-// TEST_MONGODB_URI to use another server (a real MongoDB).
+// its writes atomic as MongoDB's and answers as a one-member replica set
+// with transactions (docs/development-database.md), on PostgreSQL where
+// the machine has it (SQLite otherwise, or with DEV_DATABASE_BACKEND=sqlite).
+// Set TEST_MONGODB_URI to use another server: a real MongoDB replica set
+// (a standalone runs no transactions).
 func MongoURI(t testing.TB) string {
 	t.Helper()
 	if uri := os.Getenv("TEST_MONGODB_URI"); uri != "" {

@@ -2,8 +2,10 @@
 // library: FerretDB v1 (a MongoDB wire-protocol server), on PostgreSQL when
 // the machine has its server binaries and on SQLite otherwise, behind a
 // write gate (tools/internal/wiregate) that makes every write atomic
-// against every other, as on MongoDB. Clients connect to -listen-addr, the
-// gate; FerretDB itself listens only on a private Unix socket.
+// against every other, as on MongoDB, and answers as the primary of a
+// one-member replica set, with transactions and retryable writes. Clients
+// connect to -listen-addr, the gate; FerretDB itself listens only on a
+// private Unix socket.
 //
 // It is a separate binary so test binaries built with -race carry neither
 // FerretDB nor SQLite. Once it serves, it prints one line to stdout:
@@ -128,8 +130,10 @@ func run(ctx context.Context, addr, dir, backend, gateMode string, lifetime time
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
-		Off:      gateMode == "off",
-		Log:      log,
+		Off: gateMode == "off",
+		// Its own warnings (a read that gave up waiting for a transaction,
+		// an abort that could not be undone) are worth seeing.
+		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Lifetime: lifetime,
 	}
 	fmt.Printf("doclib-devdb ready backend=%s gate=%s reason=%s\n", cfg.Handler, gateMode, reason)

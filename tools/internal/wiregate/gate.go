@@ -13,7 +13,13 @@
 // while holding the gate. Had the cursor's next getMore, or the handshake
 // of a new connection to send it, to wait for the gate, neither would
 // ever move. (drop and dropDatabase close the collection's cursors
-// first.)
+// first.) The one wait a read knows is for a transaction under way that
+// wrote its collection (txn.go); getMore and handshakes never wait, and a
+// transaction runs no DDL.
+//
+// The gate also answers as a replica set's primary (hello.go), and runs
+// sessions' retryable writes (session.go) and transactions (txn.go) on top
+// of FerretDB, which has neither.
 //
 // FerretDB v1 applies an update by reading the document, applying the
 // operators in Go and writing the whole document back, outside any lock
@@ -81,6 +87,9 @@ type Gate struct {
 	// aborted (MongoDB's transactionLifetimeLimitSeconds; 0 means
 	// DefaultLifetime).
 	Lifetime time.Duration
+	// ReadWait bounds how long a read of what a transaction wrote waits
+	// for its end (0 means DefaultReadWait).
+	ReadWait time.Duration
 
 	locks     locks
 	slots     chan struct{} // writes in FerretDB at once (maxParallelWrites)

@@ -405,13 +405,27 @@ func lookupNamespaces(c command) []string {
 	return out
 }
 
+// DefaultReadWait bounds how long a read waits for a transaction. The
+// readers waiting hold their clients' pooled connections: enough of them
+// (a service's pool is 100) and the transaction's own next command finds
+// no connection, and everything would stand still until the lifetime.
+// A transaction on the gate lasts milliseconds; one open longer lets the
+// readers through, who may then see its uncommitted writes.
+const DefaultReadWait = time.Second
+
 // awaitTransaction waits while another session's transaction under way
-// has written what read c reads.
+// has written what read c reads, for ReadWait at most.
 func (g *Gate) awaitTransaction(c command) {
 	nss := readNamespaces(c)
 	if len(nss) == 0 {
 		return
 	}
+	wait := g.ReadWait
+	if wait <= 0 {
+		wait = DefaultReadWait
+	}
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
 	for {
 		g.txMu.Lock()
 		t := g.active
@@ -425,7 +439,13 @@ func (g *Gate) awaitTransaction(c command) {
 		if !wrote {
 			return
 		}
-		<-t.done
+		select {
+		case <-t.done:
+		case <-timeout.C:
+			g.log().Warn("gate: a read waited too long for a transaction and goes ahead; it may see uncommitted writes",
+				"waited", wait, "namespaces", nss)
+			return
+		}
 	}
 }
 
