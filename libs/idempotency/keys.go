@@ -88,8 +88,9 @@ type keyRecord struct {
 	Confirmed bool `bson:"confirmed"`
 }
 
-// NewKeys returns the keys kept in db; client runs the transactions.
-func NewKeys(client *mongo.Client, db *mongo.Database, cfg KeysConfig) *Keys {
+// NewKeys returns the keys kept in the database named database, reached,
+// like the transactions their answers commit in, through client.
+func NewKeys(client *mongo.Client, database string, cfg KeysConfig) *Keys {
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}
@@ -99,7 +100,7 @@ func NewKeys(client *mongo.Client, db *mongo.Database, cfg KeysConfig) *Keys {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Keys{client: client, coll: db.Collection(KeysCollection), retention: cfg.Retention,
+	return &Keys{client: client, coll: client.Database(database).Collection(KeysCollection), retention: cfg.Retention,
 		streamed: cfg.Streamed, log: cfg.Log, now: cfg.Now, recheck: cfg.Recheck}
 }
 

@@ -31,7 +31,7 @@ func newService(t *testing.T, keysDB *mongo.Database, route string) *service {
 	t.Helper()
 	db := testkit.Mongo(t)
 	testkit.NeedsTransactions(t, db)
-	keys := idempotency.NewKeys(db.Client(), keysDB, idempotency.KeysConfig{Log: testkit.Logger(t)})
+	keys := idempotency.NewKeys(db.Client(), keysDB.Name(), idempotency.KeysConfig{Log: testkit.Logger(t)})
 	testkit.Must(t, keys.EnsureIndexes(context.Background()), "indexes")
 	s := &service{engine: gin.New(), things: db.Collection("things")}
 	s.engine.Use(keys.Middleware())
@@ -121,7 +121,7 @@ func TestAnUnconfirmedAnswerIsRechecked(t *testing.T) {
 	keysDB := testkit.Mongo(t)
 	testkit.NeedsTransactions(t, keysDB)
 	gone := problem.Conflict("created_thing_deleted", "deleted since")
-	keys := idempotency.NewKeys(keysDB.Client(), keysDB, idempotency.KeysConfig{
+	keys := idempotency.NewKeys(keysDB.Client(), keysDB.Name(), idempotency.KeysConfig{
 		Recheck: func(context.Context, idempotency.Answer) *problem.Problem { return gone }})
 	testkit.Must(t, keys.EnsureIndexes(context.Background()), "indexes")
 	s := &service{engine: gin.New()}

@@ -30,10 +30,16 @@ func txOptions() *options.TransactionOptionsBuilder {
 // return every error it meets.
 //
 // When ctx belongs to a request whose transaction is held open (Hold), fn
-// joins it instead: its writes commit with the request's outcome.
+// joins it instead: its writes commit with the request's outcome. Inside
+// another InTx's fn, fn joins that transaction too (a second transaction
+// would wait for the first, which waits for it, on a database that runs
+// one transaction at a time).
 //
 // Work registered with OnCommit during fn runs once the commit succeeded.
 func InTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context) error) error {
+	if _, inside := ctx.Value(hooksKey{}).(*commitHooks); inside {
+		return fn(ctx)
+	}
 	if h, ok := ctx.Value(heldKey{}).(*Held); ok {
 		return h.join(ctx, fn)
 	}

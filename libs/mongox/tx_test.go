@@ -79,3 +79,27 @@ func TestHeldTransactionCommitsWithItsLastWrite(t *testing.T) {
 		t.Fatalf("after an abort: %d documents, want 2", n)
 	}
 }
+
+// An InTx inside another's fn joins it: one commit, or nothing.
+func TestANestedInTxJoinsTheOuterTransaction(t *testing.T) {
+	ctx := context.Background()
+	db := testkit.Mongo(t)
+	testkit.NeedsTransactions(t, db)
+	c := db.Collection("n")
+	boom := errors.New("boom")
+	err := mongox.InTx(ctx, db.Client(), func(ctx context.Context) error {
+		if err := mongox.InTx(ctx, db.Client(), func(ctx context.Context) error {
+			_, err := c.InsertOne(ctx, bson.M{"_id": 1})
+			return err
+		}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("outer: %v, want boom", err)
+	}
+	if n, _ := c.CountDocuments(ctx, bson.M{}); n != 0 {
+		t.Errorf("the nested write outlived the outer transaction's failure (%d documents)", n)
+	}
+}
