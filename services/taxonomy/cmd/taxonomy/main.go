@@ -90,7 +90,7 @@ func run(ctx context.Context) error {
 
 	box := outbox.New(db.Database(cfg.database), log)
 	store := mongostore.New(db.Database(cfg.database), box, log)
-	keys := idempotency.NewKeys(db, db.Database(cfg.idempotencyDatabase),
+	keys := idempotency.NewKeys(db, cfg.idempotencyDatabase,
 		idempotency.KeysConfig{Retention: cfg.idempotencyRetention, Log: log})
 	if err := startup.EnsureIndexes(ctx, box, store, keys); err != nil {
 		return err

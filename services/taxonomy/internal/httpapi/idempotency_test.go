@@ -54,7 +54,7 @@ func keyedAPI(t *testing.T) (*api, *lossy) {
 	ls := &lossy{Store: store}
 	ls.lost.Store(true)
 	e := httpx.NewEngine("taxonomy", log)
-	keys := idempotency.NewKeys(db.Client(), db, idempotency.KeysConfig{Retention: time.Hour, Log: log})
+	keys := idempotency.NewKeys(db.Client(), db.Name(), idempotency.KeysConfig{Retention: time.Hour, Log: log})
 	e.Use(keys.Middleware())
 	httpapi.New(tag.NewService(ls), store).Register(e)
 	return &api{t: t, h: e, store: store, keys: db.Collection(idempotency.KeysCollection)}, ls
