@@ -103,7 +103,6 @@ func newAPIOn(t *testing.T, cfg media.Config, cred devserver.MinIOCredentials) *
 	t.Helper()
 	ctx := context.Background()
 	db := testkit.Mongo(t)
-	testkit.NeedsTransactions(t, db)
 	box := outbox.New(db, testkit.Logger(t))
 	store := mongostore.New(db, box, testkit.Logger(t))
 	testkit.Must(t, store.EnsureIndexes(ctx), "indexes")

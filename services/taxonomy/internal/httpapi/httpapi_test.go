@@ -36,7 +36,6 @@ func newAPI(t *testing.T) *api {
 	t.Helper()
 	t.Parallel()
 	db := testkit.Mongo(t)
-	testkit.NeedsTransactions(t, db)
 	box := outbox.New(db, testkit.Logger(t))
 	store := mongostore.New(db, box, testkit.Logger(t))
 	testkit.Must(t, store.EnsureIndexes(t.Context()), "indexes")

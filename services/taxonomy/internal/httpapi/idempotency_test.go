@@ -48,7 +48,6 @@ func keyedAPI(t *testing.T) (*api, *lossy) {
 	t.Helper()
 	t.Parallel()
 	db, log := testkit.Mongo(t), slog.New(slog.DiscardHandler)
-	testkit.NeedsTransactions(t, db)
 	store := mongostore.New(db, outbox.New(db, log), log)
 	testkit.Must(t, store.EnsureIndexes(t.Context()), "indexes")
 	ls := &lossy{Store: store}

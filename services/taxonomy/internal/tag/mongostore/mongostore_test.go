@@ -18,7 +18,6 @@ func newStore(t *testing.T) (*mongostore.Store, context.Context) {
 	t.Helper()
 	t.Parallel()
 	db := testkit.Mongo(t)
-	testkit.NeedsTransactions(t, db)
 	box := outbox.New(db, testkit.Logger(t))
 	s := mongostore.New(db, box, testkit.Logger(t))
 	ctx := context.Background()

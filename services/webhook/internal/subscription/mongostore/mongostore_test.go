@@ -21,7 +21,6 @@ func TestADeletionTakesTheDeliveriesWithItOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testkit.Mongo(t)
-	testkit.NeedsTransactions(t, db)
 	dl := dstore.New(db, time.Hour)
 	testkit.Must(t, dl.EnsureIndexes(ctx), "indexes")
 	broken := errors.New("the database went away")
