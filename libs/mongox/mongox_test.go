@@ -3,6 +3,7 @@ package mongox_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -13,7 +14,15 @@ import (
 	"github.com/doclib/libs/testkit"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+func TestMain(m *testing.M) {
+	// The development database's TTL monitor runs every 60 s, as MongoDB's;
+	// sooner here so the TTL contract test is quick (a real MongoDB, given
+	// by TEST_MONGODB_URI, keeps its 60 s).
+	if os.Getenv("DEV_DATABASE_TTL_INTERVAL") == "" {
+		_ = os.Setenv("DEV_DATABASE_TTL_INTERVAL", "1s")
+	}
+	testkit.Main(m)
+}
 
 // IsUnavailable tells "the database could not be reached" (503, an event
 // retried until it is back) from a refused command.

@@ -40,11 +40,12 @@ func main() {
 	backend := flag.String("backend", envOr("DEV_DATABASE_BACKEND", "auto"), "auto (PostgreSQL when found, else SQLite), postgresql or sqlite; env DEV_DATABASE_BACKEND")
 	gate := flag.String("gate", envOr("DEV_DATABASE_GATE", "on"), "on, or off to let writes race as on bare FerretDB (only to show what the gate prevents); env DEV_DATABASE_GATE")
 	lifetime := flag.Duration("transaction-lifetime", envDuration("DEV_DATABASE_TRANSACTION_LIFETIME", wiregate.DefaultLifetime), "a transaction still open after this is aborted (MongoDB's transactionLifetimeLimitSeconds); env DEV_DATABASE_TRANSACTION_LIFETIME")
+	ttlInterval := flag.Duration("ttl-interval", envDuration("DEV_DATABASE_TTL_INTERVAL", wiregate.DefaultTTLInterval), "how often documents expired by a TTL index are deleted (MongoDB's TTL monitor: 60s); env DEV_DATABASE_TTL_INTERVAL")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *dir, *backend, *gate, *lifetime); err != nil {
+	if err := run(ctx, *addr, *dir, *backend, *gate, *lifetime, *ttlInterval); err != nil {
 		fmt.Fprintln(os.Stderr, "ferretdb:", err)
 		os.Exit(1)
 	}
@@ -72,7 +73,7 @@ func envDuration(k string, def time.Duration) time.Duration {
 	return d
 }
 
-func run(ctx context.Context, addr, dir, backend, gateMode string, lifetime time.Duration) error {
+func run(ctx context.Context, addr, dir, backend, gateMode string, lifetime, ttlInterval time.Duration) error {
 	if gateMode != "on" && gateMode != "off" {
 		return fmt.Errorf("-gate must be on or off, not %q", gateMode)
 	}
@@ -133,8 +134,9 @@ func run(ctx context.Context, addr, dir, backend, gateMode string, lifetime time
 		Off: gateMode == "off",
 		// Its own warnings (a read that gave up waiting for a transaction,
 		// an abort that could not be undone) are worth seeing.
-		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Lifetime: lifetime,
+		Log:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Lifetime:    lifetime,
+		TTLInterval: ttlInterval,
 	}
 	fmt.Printf("doclib-devdb ready backend=%s gate=%s reason=%s\n", cfg.Handler, gateMode, reason)
 

@@ -90,6 +90,9 @@ type Gate struct {
 	// ReadWait bounds how long a read of what a transaction wrote waits
 	// for its end (0 means DefaultReadWait).
 	ReadWait time.Duration
+	// TTLInterval is how often expired documents of TTL indexes are
+	// deleted (ttl.go; 0 means DefaultTTLInterval, MongoDB's 60 s).
+	TTLInterval time.Duration
 
 	locks     locks
 	slots     chan struct{} // writes in FerretDB at once (maxParallelWrites)
@@ -128,6 +131,11 @@ func (g *Gate) Serve(ctx context.Context, l net.Listener) error {
 	defer conns.closeAll()
 	g.upstreams = newConnSet()
 	defer g.upstreams.closeAll()
+	if g.Dial != nil {
+		mctx, cancel := context.WithCancel(ctx)
+		defer cancel() // before wg.Wait
+		wg.Go(func() { g.ttlMonitor(mctx) })
+	}
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -195,6 +203,8 @@ func (g *Gate) serve(cc *clientConn, req []byte, u upstream) error {
 		return g.inTransaction(cc, c, req, u)
 	case c.hasTxn && c.lsid != "" && retryableWrites[c.name] && !c.moreToCome:
 		return g.retryableWrite(cc, c, req, u)
+	case ttlCommands[c.name] && c.body != nil && !c.moreToCome:
+		return g.ttl(cc, c, req, u)
 	}
 	if c.hasTxn {
 		req = withoutFields(req, sessionFields)
