@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/doclib/libs/events"
@@ -110,7 +111,8 @@ func (st *Stack) tagDeletions(want int) map[string]int {
 			wait = 3 * time.Second
 		}
 		msg, err := c.Next(jetstream.FetchMaxWait(wait))
-		if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
+		// An ordered consumer's Next says "nats: timeout" when the wait ends.
+		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
 			if len(seen) < want {
 				st.t.Fatalf("%d tags with a tag.deleted event in the stream, want %d", len(seen), want)
 			}
