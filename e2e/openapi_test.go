@@ -106,6 +106,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	getAll("/public/medias/"+png+"/download", 200)
 	call("GET", "/public/medias/"+png+"/download", nil, 416, "Range", "bytes=100000-")
 	getAll("/public/medias/nope/download", 404)
+	getAll("/public/medias/"+st.Upload("pages.pdf", pdfOfPages(2))+"/text", 200)
+	getAll("/public/medias/"+pdf+"/text", 422) // not a readable PDF
+	getAll("/public/medias/nope/text", 404)
 
 	// Documents.
 	var link, md, file struct{ ID string }

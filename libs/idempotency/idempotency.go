@@ -4,7 +4,13 @@
 // request gets the first outcome again (status, body, relevant headers);
 // the same key with another request is 422; a retry while the first is
 // still running is 409. Keys are kept for a stated time in a store every
-// replica shares (each service its own database).
+// replica shares.
+//
+// Keys (keys.go) is the store services use: a collection with a TTL index
+// in a database every service shares, the outcome committed in the
+// request's transaction. The lease-based Store, Middleware, Claim and the
+// mongostore subpackage are the former store, kept only until taxonomy
+// and media move to Keys; delete them then.
 package idempotency
 
 import (

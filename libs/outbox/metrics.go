@@ -39,3 +39,13 @@ func observeBacklog(coll string, docs []pendingDoc) {
 	}
 	oldestPending.WithLabelValues(coll).Set(ts)
 }
+
+// observe records the batch a pass of an Outbox read in coll.
+func observe(coll string, recs []record) {
+	pendingEvents.WithLabelValues(coll).Set(float64(len(recs)))
+	ts := 0.0
+	if len(recs) > 0 {
+		ts = float64(recs[0].CreatedAt.UnixMilli()) / 1000
+	}
+	oldestPending.WithLabelValues(coll).Set(ts)
+}

@@ -302,3 +302,17 @@ func Must(t testing.TB, err error, what string) {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
+
+// NeedsTransactions skips t when the server refuses multi-document
+// transactions. Only until the development database's gate accepts them:
+// then every test runs.
+func NeedsTransactions(t testing.TB, db *mongo.Database) {
+	t.Helper()
+	err := mongox.InTx(context.Background(), db.Client(), func(ctx context.Context) error {
+		_, err := db.Collection("txprobe").InsertOne(ctx, map[string]any{})
+		return err
+	})
+	if err != nil {
+		t.Skipf("the database refuses transactions: %v", err)
+	}
+}

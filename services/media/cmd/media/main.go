@@ -18,7 +18,6 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
-	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
@@ -39,8 +38,8 @@ import (
 
 const service = "media"
 
-// sweepEvery is how often this replica finishes interrupted deletions until
-// the outbox relay takes the sweep over.
+// sweepEvery is how often this replica finishes interrupted uploads and
+// deletions.
 const sweepEvery = time.Minute
 
 // bucketWait is how long start-up waits for the bucket before serving
@@ -62,8 +61,10 @@ type settings struct {
 	catalogURL  *url.URL
 	natsURL     string
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
-	// idempotencyRetention is how long an Idempotency-Key is kept.
+	// idempotencyRetention is how long an Idempotency-Key is kept, in
+	// idempotencyDatabase (shared by the services).
 	idempotencyRetention time.Duration
+	idempotencyDatabase  string
 	s3                   miniostore.Config
 	media                media.Config
 	renditions           rendition.Config
@@ -85,6 +86,7 @@ func load(env *config.Env) (settings, error) {
 		catalogURL:           env.URL("CATALOG_URL", ""),
 		natsURL:              env.Required("NATS_URL"),
 		idempotencyRetention: idempotency.LoadRetention(env),
+		idempotencyDatabase:  idempotency.LoadDatabase(env),
 		identityKey:          proof.LoadKey(env),
 		s3: miniostore.Config{
 			Endpoint:  env.Required("S3_ENDPOINT"),
@@ -166,8 +168,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	store := mongostore.New(db.Database(cfg.database), log)
-	if err := database.EnsureIndexes(ctx, store); err != nil {
+	box := outbox.New(db.Database(cfg.database), log)
+	store := mongostore.New(db.Database(cfg.database), box, log)
+	keys := idempotency.NewKeys(db, cfg.idempotencyDatabase,
+		idempotency.KeysConfig{Retention: cfg.idempotencyRetention, Streamed: isUpload, Log: log})
+	if err := database.EnsureIndexes(ctx, box, store, keys); err != nil {
 		return err
 	}
 
@@ -205,12 +210,9 @@ func run(ctx context.Context) error {
 	}
 	defer bus.Close()
 
-	// A deletion stores its event in the tombstone; the relay publishes it,
-	// then Sweep removes the object and the record.
-	cfg.relay.AfterPublish = svc.Sweep
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, store.Collection())
-	stopRelay := relay.Start()
-	defer stopRelay()
+	// A deletion records its event in the outbox in its transaction; the
+	// relay publishes it, woken by the commit.
+	defer box.Start(events.NewPublisher(bus.JS, log), cfg.relay)()
 
 	// Ready while MongoDB answers; NATS and the object storage are
 	// reported, never required.
@@ -219,16 +221,16 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
-	// A POST with an Idempotency-Key runs once; its keys live in this
-	// service's database, shared by its replicas.
-	engine.Use(idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, isUpload))
+	// A POST with an Idempotency-Key runs once: its answer commits with
+	// its record, in the keys' database every service shares.
+	engine.Use(keys.Middleware())
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	renditions := rendition.NewService(cfg.renditions, blobs, svc, vipsimage.New(log), log)
 	if pdfReader != nil {
 		renditions.WithPDF(pdfReader)
 	}
-	httpapi.New(svc, store, log, relay.Nudge).WithRenditions(renditions).Register(engine)
+	httpapi.New(svc, store, log, nil).WithRenditions(renditions).Register(engine)
 
 	return httpx.Serve(ctx, log, cfg.server, bound(engine), health)
 }

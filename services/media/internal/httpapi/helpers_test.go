@@ -31,6 +31,7 @@ import (
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/media/internal/httpapi"
 	"github.com/doclib/services/media/internal/media"
@@ -88,6 +89,7 @@ type api struct {
 	h       http.Handler
 	svc     *media.Service
 	store   *mongostore.Store
+	box     *outbox.Outbox
 	blobs   *miniostore.Store
 	catalog *catalog
 	deleted int
@@ -105,7 +107,9 @@ func newAPI(t *testing.T, cfg media.Config) *api {
 func newAPIOn(t *testing.T, cfg media.Config, cred devserver.MinIOCredentials) *api {
 	t.Helper()
 	ctx := context.Background()
-	store := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
+	db := testkit.Mongo(t)
+	box := outbox.New(db, testkit.Logger(t))
+	store := mongostore.New(db, box, testkit.Logger(t))
 	testkit.Must(t, store.EnsureIndexes(ctx), "indexes")
 	blobs, err := miniostore.New(miniostore.Config{
 		Endpoint: cred.Endpoint, AccessKey: cred.AccessKey, SecretKey: cred.SecretKey,
@@ -114,7 +118,7 @@ func newAPIOn(t *testing.T, cfg media.Config, cred devserver.MinIOCredentials) *
 	testkit.Must(t, err, "minio client")
 	testkit.Must(t, blobs.EnsureBucket(ctx), "bucket")
 	testkit.Must(t, blobs.EnsureBucket(ctx), "bucket again")
-	a := &api{t: t, store: store, blobs: blobs, catalog: newCatalog(t)}
+	a := &api{t: t, store: store, box: box, blobs: blobs, catalog: newCatalog(t)}
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -111,8 +111,8 @@ func (e *InUseError) Error() string {
 // records being deleted. Implementations report an
 // unknown or invisible id with ErrNotFound.
 type Store interface {
-	// Insert stores m; ErrDuplicate if a live media, or one being deleted,
-	// has its SHA256.
+	// Insert stores m and ends the upload intent of its object, together;
+	// ErrDuplicate if a live media, or one being deleted, has its SHA256.
 	Insert(ctx context.Context, m Media) error
 	// ByDigest returns the media with these bytes, live or being deleted
 	// (Deleting set); ErrNotFound if none.
@@ -130,17 +130,17 @@ type Store interface {
 	// ClearDeleting makes the record live again if token still holds it.
 	ClearDeleting(ctx context.Context, id, token string) error
 	// Tombstone turns the record held by token into a tombstone and records
-	// the deletion event in the same write; ErrMarkLost if token no longer
-	// holds it.
+	// the deletion event in the same transaction; ErrMarkLost if token no
+	// longer holds it.
 	Tombstone(ctx context.Context, id, token string, at time.Time) error
 
 	// ReleaseStuck clears deletion marks set before cutoff (a crash between
 	// the steps of a deletion) and returns how many it cleared.
 	ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, error)
-	// Sweepable returns the tombstones whose events are all published.
+	// Sweepable returns the tombstones: their objects may be left.
 	Sweepable(ctx context.Context) ([]Media, error)
-	// RemoveTombstone removes the tombstone id for good if its events are
-	// all published.
+	// RemoveTombstone removes the tombstone id for good, once its objects
+	// are removed.
 	RemoveTombstone(ctx context.Context, id string) error
 
 	// Unsized returns up to limit live images of the given types whose size

@@ -141,10 +141,10 @@ func (s *Service) Open(ctx context.Context, id string) (Media, Object, error) {
 // Delete deletes the media id unless a live document uses it. The record is
 // marked first (a single conditional write, so of two deletions racing
 // only one marks it; the other finds no live record), which hides it and
-// stops new documents from naming it while the catalog is asked (the
-// catalog counts its writes in flight too: see its document/refs.go);
-// then it becomes a tombstone carrying the deletion event in one write,
-// and the object is removed (Sweep retries if that fails).
+// stops new documents from naming it while the catalog is asked (see the
+// catalog's document/refs.go); then one transaction makes it a tombstone
+// and records the deletion event, and the objects are removed, then the
+// tombstone (Sweep retries what fails).
 func (s *Service) Delete(ctx context.Context, id string) error {
 	if !ValidID(id) {
 		return ErrNotFound
@@ -171,13 +171,21 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := s.blobs.Remove(rctx, m.ObjectKey); err != nil {
-		s.log.WarnContext(ctx, "could not remove the object of a deleted media; the sweep will retry",
+	if err := s.removeObjects(rctx, m); err != nil {
+		s.log.WarnContext(ctx, "could not remove the objects of a deleted media; the sweep will retry",
 			"media_id", id, "object_key", m.ObjectKey, "error", err)
 	}
-	if err := s.blobs.RemovePrefix(rctx, RenditionPrefix(m.SHA256)); err != nil {
-		s.log.WarnContext(ctx, "could not remove the renditions of a deleted media; the sweep will retry",
-			"media_id", id, "error", err)
+	return nil
+}
+
+// removeObjects removes a tombstone's object and renditions, then the
+// tombstone.
+func (s *Service) removeObjects(ctx context.Context, m Media) error {
+	if err := errors.Join(s.blobs.Remove(ctx, m.ObjectKey), s.removeRenditions(ctx, m)); err != nil {
+		return fmt.Errorf("remove object or renditions of %s: %w", m.ID, err)
+	}
+	if err := s.store.RemoveTombstone(ctx, m.ID); err != nil {
+		return fmt.Errorf("remove tombstone %s: %w", m.ID, err)
 	}
 	return nil
 }
@@ -203,9 +211,9 @@ func (s *Service) release(ctx context.Context, id, token string) {
 
 // Sweep finishes interrupted work, idempotently and safely on several
 // replicas: what failed or crashed uploads left is removed (sweepUploads),
-// deletion marks older than StuckAfter are cleared, and tombstones whose
-// event has been published lose their object and then their record.
-// The outbox relay runs it after publishing.
+// deletion marks older than StuckAfter are cleared, and tombstones lose
+// their objects, then their record (a deletion does that at once; the
+// sweep retries what failed).
 func (s *Service) Sweep(ctx context.Context) error {
 	uploadsErr := errors.Join(s.sweepUploads(ctx), s.sizeOlderImages(ctx))
 	n, err := s.store.ReleaseStuck(ctx, s.now().Add(-StuckAfter))
@@ -219,17 +227,11 @@ func (s *Service) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{uploadsErr}
 	for _, m := range done {
-		if err := errors.Join(s.blobs.Remove(ctx, m.ObjectKey), s.removeRenditions(ctx, m)); err != nil {
-			errs = append(errs, fmt.Errorf("remove object or renditions of %s: %w", m.ID, err))
-			continue // keep the record so the next sweep retries
-		}
-		if err := s.store.RemoveTombstone(ctx, m.ID); err != nil {
-			errs = append(errs, fmt.Errorf("remove tombstone %s: %w", m.ID, err))
-		}
+		errs = append(errs, s.removeObjects(ctx, m))
 	}
-	return errors.Join(append(errs, uploadsErr)...)
+	return errors.Join(errs...)
 }
 
 func newToken() string {

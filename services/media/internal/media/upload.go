@@ -135,11 +135,7 @@ func (s *Service) put(ctx context.Context, m Media, br *bufio.Reader, want *Medi
 	if existing, stored, err := s.insert(ctx, m, want); !stored {
 		return existing, false, err
 	}
-	keep = true
-	if err := s.store.Uploads().End(ctx, key); err != nil {
-		// The record holds the object: the sweep only drops the intent.
-		s.log.WarnContext(ctx, "could not clear an upload's intent; the sweep will", "object_key", m.ObjectKey, "error", err)
-	}
+	keep = true // the insert ended the intent, in its transaction
 	return m, true, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
-	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
@@ -38,8 +37,10 @@ type settings struct {
 	database    string
 	natsURL     string
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
-	// idempotencyRetention is how long an Idempotency-Key is kept.
+	// idempotencyRetention is how long an Idempotency-Key is kept, in
+	// idempotencyDatabase (shared by the services).
 	idempotencyRetention time.Duration
+	idempotencyDatabase  string
 	// moderatorEmail is the public settings' address until an editor sets one.
 	moderatorEmail string
 	relay          outbox.RelayConfig
@@ -55,6 +56,7 @@ func load(env *config.Env) (settings, error) {
 		database:             env.String("MONGODB_DATABASE", "taxonomy"),
 		natsURL:              env.Required("NATS_URL"),
 		idempotencyRetention: idempotency.LoadRetention(env),
+		idempotencyDatabase:  idempotency.LoadDatabase(env),
 		identityKey:          proof.LoadKey(env),
 		moderatorEmail:       env.Required("MODERATOR_EMAIL"),
 		relay:                outbox.LoadRelayConfig(env),
@@ -90,8 +92,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	store := mongostore.New(db.Database(cfg.database), log)
-	if err := database.EnsureIndexes(ctx, store); err != nil {
+	box := outbox.New(db.Database(cfg.database), log)
+	store := mongostore.New(db.Database(cfg.database), box, log)
+	keys := idempotency.NewKeys(db, cfg.idempotencyDatabase,
+		idempotency.KeysConfig{Retention: cfg.idempotencyRetention, Log: log})
+	if err := database.EnsureIndexes(ctx, box, store, keys); err != nil {
 		return err
 	}
 	if err := store.RekeyNames(ctx, log); err != nil {
@@ -104,15 +109,9 @@ func run(ctx context.Context) error {
 	}
 	defer bus.Close()
 
-	// Deletions store their events in the deleted records; the relay
-	// publishes them, then Sweep removes the finished tombstones.
-	categories, tags := store.Collections()
-	cfg.relay.AfterPublish = store.Sweep
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, categories, tags)
-	stopRelay := relay.Start()
-	defer stopRelay()
-	// And on a timer: tombstones kept for their key, and expired keys.
-	defer store.StartSweeping(ctx, log, mongostore.SweepEvery)()
+	// Deletions record their events in the outbox in their transaction;
+	// the relay publishes them, woken by each commit.
+	defer box.Start(events.NewPublisher(bus.JS, log), cfg.relay)()
 
 	// Ready while MongoDB answers; NATS is reported, never required.
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
@@ -120,12 +119,12 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
-	// A POST with an Idempotency-Key runs once; its keys live in this
-	// service's database, shared by its replicas.
-	engine.Use(idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, nil))
+	// A POST with an Idempotency-Key runs once: its answer commits with
+	// its change, in the keys' database every service shares.
+	engine.Use(keys.Middleware())
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
-	httpapi.New(tag.NewService(store), store, relay.Nudge).Register(engine)
+	httpapi.New(tag.NewService(store), store).Register(engine)
 	settings := settingstore.New(db.Database(cfg.database))
 	httpapi.NewSettings(setting.NewService(settings, cfg.moderatorEmail), settings).Register(engine)
 

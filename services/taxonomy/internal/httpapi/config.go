@@ -104,10 +104,30 @@ func (h *Settings) put(c *gin.Context) {
 	if in.ModeratorEmail != nil {
 		email = *in.ModeratorEmail
 	}
-	s, err := h.svc.SetModeratorEmail(c, email)
+	s, err := h.svc.SetModeratorEmail(c, email, h.unchanged(c))
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toAdminConfig(s))
+}
+
+// unchanged is the check of a PUT with If-Match: the tag must be the ETag
+// of GET /bo/config as it is when the write runs (in its transaction). Nil
+// without If-Match.
+func (h *Settings) unchanged(c *gin.Context) setting.Check {
+	v := ifMatch(c)
+	if v == "" {
+		return nil
+	}
+	return func(current setting.Settings) error {
+		r, err := rendering.JSON(toAdminConfig(current))
+		if err != nil {
+			return err
+		}
+		if !matches(v, r) {
+			return errPrecondition
+		}
+		return nil
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/doclib/libs/httpx"
-	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/lookup"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/problem"
@@ -38,23 +37,18 @@ type Revisioner interface {
 	Revision(ctx context.Context) (int64, error)
 }
 
-// Handler holds the taxonomy use cases, the rendered categories, and an
-// optional hook run after each deletion (the outbox relay's nudge).
+// Handler holds the taxonomy use cases and the rendered categories.
 type Handler struct {
 	svc        *tag.Service
 	categories *rendering.Cache[categories]
-	onDeleted  func()
 }
 
 // categories is every category with its tags, rendered for each side.
 type categories struct{ public, admin *rendering.Rendering }
 
-// New returns a Handler. onDeleted may be nil.
-func New(svc *tag.Service, rev Revisioner, onDeleted func()) *Handler {
-	if onDeleted == nil {
-		onDeleted = func() {}
-	}
-	h := &Handler{svc: svc, onDeleted: onDeleted}
+// New returns a Handler.
+func New(svc *tag.Service, rev Revisioner) *Handler {
+	h := &Handler{svc: svc}
 	h.categories = &rendering.Cache[categories]{Load: h.render, Revision: rev.Revision, MaxAge: maxAge}
 	return h
 }
@@ -91,19 +85,47 @@ func (h *Handler) render(ctx context.Context) (categories, error) {
 		return categories{}, err
 	}
 	public := make([]publicCategory, len(cats))
-	admin := make([]adminCategory, len(cats))
 	for i, cat := range cats {
 		public[i] = toPublicCategory(cat)
-		admin[i] = toAdminCategory(cat)
 	}
 	var out categories
 	if out.public, err = rendering.JSON(public); err != nil {
 		return categories{}, err
 	}
-	if out.admin, err = rendering.JSON(admin); err != nil {
+	if out.admin, err = renderAdmin(cats); err != nil {
 		return categories{}, err
 	}
 	return out, nil
+}
+
+// renderAdmin renders GET /bo/tags-categories.
+func renderAdmin(cats []tag.Category) (*rendering.Rendering, error) {
+	admin := make([]adminCategory, len(cats))
+	for i, cat := range cats {
+		admin[i] = toAdminCategory(cat)
+	}
+	return rendering.JSON(admin)
+}
+
+// unchanged is the check of a write to a tag or category with If-Match:
+// neither has a GET of its own, and the tag names GET
+// /bo/tags-categories, where the back-office reads them, as it is when
+// the write runs (in its transaction). Nil without If-Match.
+func unchanged(c *gin.Context) tag.Check {
+	v := ifMatch(c)
+	if v == "" {
+		return nil
+	}
+	return func(cats []tag.Category) error {
+		r, err := renderAdmin(cats)
+		if err != nil {
+			return err
+		}
+		if !matches(v, r) {
+			return errPrecondition
+		}
+		return nil
+	}
 }
 
 func (h *Handler) publicCategories(c *gin.Context) {
@@ -143,7 +165,7 @@ func (h *Handler) renameCategory(c *gin.Context) {
 	if !httpx.BindJSON(c, &in) {
 		return
 	}
-	cat, err := h.svc.RenameCategory(c, c.Param("id"), in.Name)
+	cat, err := h.svc.RenameCategory(c, c.Param("id"), in.Name, unchanged(c))
 	if err != nil {
 		fail(c, err)
 		return
@@ -156,7 +178,6 @@ func (h *Handler) deleteCategory(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.onDeleted()
 	c.Status(http.StatusNoContent)
 }
 
@@ -179,7 +200,7 @@ func (h *Handler) renameTag(c *gin.Context) {
 	if !httpx.BindJSON(c, &in) {
 		return
 	}
-	t, err := h.svc.RenameTag(c, c.Param("id"), in.Name)
+	t, err := h.svc.RenameTag(c, c.Param("id"), in.Name, unchanged(c))
 	if err != nil {
 		fail(c, err)
 		return
@@ -192,7 +213,6 @@ func (h *Handler) deleteTag(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.onDeleted()
 	c.Status(http.StatusNoContent)
 }
 
@@ -222,19 +242,17 @@ func (h *Handler) lookupTags(c *gin.Context) {
 // errors get their HTTP meaning.
 func fail(c *gin.Context, err error) {
 	httpx.Abort(c, err, func(err error) *problem.Problem {
-		if p := keyProblem(c, err); p != nil {
-			return p
-		}
 		id := c.Param("id")
 		switch {
+		case errors.Is(err, errPrecondition) && c.FullPath() == "/bo/config":
+			return preconditionFailed("the settings")
+		case errors.Is(err, errPrecondition):
+			return preconditionFailed("the tag categories")
 		case errors.Is(err, tag.ErrCategoryNotFound):
 			return problem.NotFound(fmt.Sprintf("there is no tag category '%s'", id))
 		case errors.Is(err, tag.ErrTagNotFound):
 			return problem.NotFound(fmt.Sprintf("there is no tag '%s'", id))
 		case errors.Is(err, tag.ErrDuplicateID):
-			// Not kept as the key's outcome: a retry asks again (a record
-			// made before this service stamped its key, for one).
-			idempotency.Forget(c)
 			p := problem.Conflict("conflict", "the id is already used")
 			p.Errors = []problem.FieldError{{Field: "id", Message: "is already used"}}
 			return p
@@ -248,26 +266,4 @@ func fail(c *gin.Context, err error) {
 		}
 		return problem.Common(err, "taxonomy database", mongox.IsUnavailable)
 	})
-}
-
-// keyProblem is the problem of a create whose Idempotency-Key made a
-// record before, nil for another err. Not kept as the key's outcome
-// (Claim.Forget): they say what the key's record is now, or that the key
-// was another request's, and a retry of the key's own request asks again.
-func keyProblem(c *gin.Context, err error) *problem.Problem {
-	var deleted *tag.KeyDeletedError
-	switch {
-	case errors.Is(err, tag.ErrKeyReused):
-		idempotency.Forget(c)
-		return idempotency.Reused()
-	case errors.As(err, &deleted):
-		idempotency.Forget(c)
-		what := deleted.Kind
-		if what == tag.KindCategory {
-			what = "tag category"
-		}
-		return problem.Conflict("created_"+deleted.Kind+"_deleted", fmt.Sprintf(
-			"an earlier attempt of this request created %s '%s', deleted since; it is not created again: send a new Idempotency-Key to create it anew", what, deleted.ID))
-	}
-	return nil
 }

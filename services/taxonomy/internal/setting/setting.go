@@ -32,8 +32,9 @@ type Settings struct {
 type Store interface {
 	// Get returns the stored settings, or found false before the first Put.
 	Get(ctx context.Context) (s Settings, found bool, err error)
-	// Put replaces them.
-	Put(ctx context.Context, s Settings) error
+	// Put replaces them if check (nil: none) holds on the stored settings
+	// (found false before the first Put), in the same transaction.
+	Put(ctx context.Context, s Settings, check func(stored Settings, found bool) error) error
 	// Create stores them only if none are stored (created false then).
 	Create(ctx context.Context, s Settings) (created bool, err error)
 }
@@ -60,10 +61,14 @@ func (s *Service) Get(ctx context.Context) (Settings, error) {
 	return got, nil
 }
 
+// Check is a condition on the settings in force when a write runs (an
+// If-Match): an error it returns stops the write and is answered.
+type Check func(current Settings) error
+
 // SetModeratorEmail sets the moderator's address, recording the caller
-// (identity.Name). An address that is not one is a validation.Errors and
-// changes nothing.
-func (s *Service) SetModeratorEmail(ctx context.Context, email string) (Settings, error) {
+// (identity.Name), if check (nil: none) holds. An address that is not one
+// is a validation.Errors and changes nothing.
+func (s *Service) SetModeratorEmail(ctx context.Context, email string, check Check) (Settings, error) {
 	email = strings.TrimSpace(email)
 	var errs validation.Errors
 	if err := CheckEmail(email); err != "" {
@@ -73,7 +78,16 @@ func (s *Service) SetModeratorEmail(ctx context.Context, email string) (Settings
 		return Settings{}, err
 	}
 	set := Settings{ModeratorEmail: email, UpdatedAt: s.now().UTC().Truncate(time.Millisecond), UpdatedBy: identity.Name(ctx)}
-	if err := s.store.Put(ctx, set); err != nil {
+	var stored func(Settings, bool) error
+	if check != nil {
+		stored = func(got Settings, found bool) error {
+			if !found {
+				got = s.def
+			}
+			return check(got)
+		}
+	}
+	if err := s.store.Put(ctx, set, stored); err != nil {
 		return Settings{}, err
 	}
 	return set, nil

@@ -66,9 +66,14 @@ type memStore struct {
 }
 
 func (m *memStore) Get(context.Context) (Settings, bool, error) { return m.s, m.found, m.err }
-func (m *memStore) Put(_ context.Context, s Settings) error {
+func (m *memStore) Put(_ context.Context, s Settings, check func(Settings, bool) error) error {
 	if m.err != nil {
 		return m.err
+	}
+	if check != nil {
+		if err := check(m.s, m.found); err != nil {
+			return err
+		}
 	}
 	m.s, m.found = s, true
 	return nil
@@ -93,7 +98,7 @@ func TestService(t *testing.T) {
 	if err != nil || got != (Settings{ModeratorEmail: "moderation@example.org"}) {
 		t.Fatalf("before any set: %+v, %v; want the default", got, err)
 	}
-	_, err = svc.SetModeratorEmail(ctx, "nope")
+	_, err = svc.SetModeratorEmail(ctx, "nope", nil)
 	var verrs validation.Errors
 	if !errors.As(err, &verrs) || len(verrs) != 1 || verrs[0].Field != "moderatorEmail" {
 		t.Fatalf("a bad address: %v, want a validation error on moderatorEmail", err)
@@ -102,7 +107,13 @@ func TestService(t *testing.T) {
 		t.Fatal("a refused address was stored")
 	}
 	ctx = identity.With(ctx, identity.Caller{Name: "alice", Role: identity.Editor})
-	set, err := svc.SetModeratorEmail(ctx, "  mod@example.org ")
+	refused := errors.New("refused")
+	var seen Settings
+	_, err = svc.SetModeratorEmail(ctx, "mod@example.org", func(cur Settings) error { seen = cur; return refused })
+	if !errors.Is(err, refused) || st.found || seen.ModeratorEmail != "moderation@example.org" {
+		t.Fatalf("a failed check: %v, stored %v, checked %+v; want its error, nothing stored, the default checked", err, st.found, seen)
+	}
+	set, err := svc.SetModeratorEmail(ctx, "  mod@example.org ", nil)
 	want := Settings{ModeratorEmail: "mod@example.org", UpdatedAt: time.Date(2026, 11, 22, 10, 15, 30, 123000000, time.UTC), UpdatedBy: "alice"}
 	if err != nil || set != want {
 		t.Fatalf("set: %+v, %v; want %+v", set, err, want)

@@ -30,7 +30,7 @@ func (s *Service) ImportCategory(ctx context.Context, c Category) (bool, error) 
 		return false, err
 	}
 	c.Tags = []Tag{}
-	err := s.store.InsertCategory(ctx, c, nil)
+	err := s.store.InsertCategory(ctx, c)
 	if err == nil {
 		return true, nil
 	}
@@ -59,7 +59,7 @@ func (s *Service) ImportTag(ctx context.Context, t Tag) (bool, error) {
 	if err := errs.Err(); err != nil {
 		return false, err
 	}
-	err := s.store.InsertTag(ctx, t, nil)
+	err := s.store.InsertTag(ctx, t)
 	if err == nil {
 		return true, nil
 	}

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/validation"
 )
 
@@ -43,47 +42,23 @@ var (
 	ErrTagNotFound      = errors.New("tag not found")
 	ErrDuplicateID      = errors.New("id already used")
 	ErrDuplicateName    = errors.New("name already used")
-	// ErrMadeBefore is a store's answer to a keyed insert whose id is held
-	// by the record an earlier attempt of the same request made (the
-	// database applied it though its answer was lost).
-	ErrMadeBefore = errors.New("made by an earlier attempt of this request")
-	// ErrKeyReused is a store's answer to a keyed insert whose key made a
-	// record for another request (another body).
-	ErrKeyReused = errors.New("idempotency key used for another request")
 )
 
-// What a KeyDeletedError names.
-const (
-	KindCategory = "category"
-	KindTag      = "tag"
-)
-
-// KeyDeletedError is a keyed create whose key made a record, deleted since
-// (while the key is kept): it is not made again, nor answered as made.
-type KeyDeletedError struct {
-	Kind string // KindCategory or KindTag
-	ID   string // the record the key made
-}
-
-func (e *KeyDeletedError) Error() string {
-	return "the " + e.Kind + " '" + e.ID + "' this idempotency key created has since been deleted"
-}
+// Check is a condition on the taxonomy as it is when a write runs (an
+// If-Match): a store runs it in the write's transaction, on every category
+// with its tags, and an error it returns stops the write and is answered.
+type Check func(current []Category) error
 
 // Store persists categories and tags. Lists come in creation order; deleted
-// records are never returned. Implementations report a taken id or name
-// with ErrDuplicateID or ErrDuplicateName, an unknown id with
-// ErrCategoryNotFound or ErrTagNotFound.
+// records are never returned. Each write is all or nothing. Implementations
+// report a taken id or name with ErrDuplicateID or ErrDuplicateName, an
+// unknown id with ErrCategoryNotFound or ErrTagNotFound.
 type Store interface {
 	Categories(ctx context.Context) ([]Category, error)
 	Category(ctx context.Context, id string) (Category, error)
-	// InsertCategory stores c, stamped with key (nil: none), the
-	// Idempotency-Key of the request creating it; no two categories hold
-	// one unexpired key, deleted ones included. A key held is answered
-	// ErrMadeBefore when its live category was made by the same request,
-	// KeyDeletedError when that category was deleted since, ErrKeyReused
-	// when another request made it.
-	InsertCategory(ctx context.Context, c Category, key *idempotency.Claim) error
-	RenameCategory(ctx context.Context, id, name string, at time.Time) (Category, error)
+	InsertCategory(ctx context.Context, c Category) error
+	// RenameCategory runs check (nil: none) first.
+	RenameCategory(ctx context.Context, id, name string, at time.Time, check Check) (Category, error)
 	// DeleteCategory deletes the category and all its tags, recording a
 	// category event and one tag event per tag.
 	DeleteCategory(ctx context.Context, id string, at time.Time) error
@@ -91,16 +66,11 @@ type Store interface {
 	Tag(ctx context.Context, id string) (Tag, error)
 	// Tags returns the tags among ids that exist, in no particular order.
 	Tags(ctx context.Context, ids []string) ([]Tag, error)
-	// InsertTag stores t, stamped with key as InsertCategory does;
-	// ErrCategoryNotFound if its category does not exist (or was deleted
-	// while t was being stored).
-	InsertTag(ctx context.Context, t Tag, key *idempotency.Claim) error
-	RenameTag(ctx context.Context, id, name string, at time.Time) (Tag, error)
-	// KeyOutcome is what key made among the records of kind (KindTag or
-	// KindCategory), answered as InsertCategory answers a key held:
-	// ErrMadeBefore, KeyDeletedError or ErrKeyReused; nil when no record
-	// holds the key unexpired.
-	KeyOutcome(ctx context.Context, kind string, key *idempotency.Claim) error
+	// InsertTag stores t; ErrCategoryNotFound if its category does not
+	// exist when t is stored.
+	InsertTag(ctx context.Context, t Tag) error
+	// RenameTag runs check (nil: none) first.
+	RenameTag(ctx context.Context, id, name string, at time.Time, check Check) (Tag, error)
 	// DeleteTag deletes the tag, recording a tag event.
 	DeleteTag(ctx context.Context, id string, at time.Time) error
 }

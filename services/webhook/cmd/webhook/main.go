@@ -143,8 +143,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	subStore := mongostore.New(db.Database(cfg.database), cfg.secretKeys)
 	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
+	// A subscription's deletion drops its deliveries in the same transaction.
+	subStore := mongostore.New(db.Database(cfg.database), cfg.secretKeys, dStore.Drop)
 	if err := database.EnsureIndexes(ctx, dStore); err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ import (
 type Deliveries interface {
 	Log(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error)
 	Retry(ctx context.Context, sub, event string, now time.Time) error
-	Drop(ctx context.Context, sub string) error
 }
 
 // Pinger sends a test delivery.
@@ -115,14 +114,10 @@ func (h *Handler) update(c *gin.Context) {
 }
 
 func (h *Handler) remove(c *gin.Context) {
-	id := c.Param("id")
-	if err := h.subs.Delete(c, id); err != nil {
+	// Its deliveries go with it (the store's cascade).
+	if err := h.subs.Delete(c, c.Param("id")); err != nil {
 		fail(c, err)
 		return
-	}
-	// The subscription is gone; a queue left behind is only unreachable.
-	if err := h.deliveries.Drop(c, id); err != nil {
-		_ = c.Error(err)
 	}
 	c.Status(http.StatusNoContent)
 }

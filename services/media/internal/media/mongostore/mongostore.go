@@ -4,10 +4,10 @@
 //
 // The media id is the document's _id (server-made and random, so never
 // reused). A deletion first sets deletingAt and deletingBy (a token of the
-// deleting request), which hides the record; then one single-document write
-// turns it into a tombstone (deletedAt) and stores the library.media.deleted
-// event in its outbox. The outbox relay publishes the event; Sweep then
-// removes the tombstone.
+// deleting request), which hides the record; then one transaction turns it
+// into a tombstone (deletedAt) and records the library.media.deleted event
+// in the outbox. The tombstone says which objects are left to remove: the
+// deletion removes them and then it; should that fail, Sweep does.
 //
 // One live media per content: digest, under a unique index, is
 // "sha256:<hex>" while the record is live or being deleted, and a key of its
@@ -40,6 +40,8 @@ const CollectionName = "medias"
 
 // Store implements media.Store.
 type Store struct {
+	db      *mongo.Database
+	outbox  *outbox.Outbox
 	coll    *mongo.Collection
 	uploads *mongo.Collection
 	rev     *mongox.Revision
@@ -48,11 +50,18 @@ type Store struct {
 
 var _ media.Store = (*Store)(nil)
 
-// New returns a Store on db. Call EnsureIndexes once at start-up. log
-// receives the failures of revision bumps, which never fail a write.
-func New(db *mongo.Database, log *slog.Logger) *Store {
-	return &Store{coll: db.Collection(CollectionName), uploads: db.Collection(UploadsCollection),
-		rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log), log: log}
+// New returns a Store on db whose deletions record their events in box.
+// Call EnsureIndexes once at start-up. log receives the failures of
+// revision bumps, which never fail a write.
+func New(db *mongo.Database, box *outbox.Outbox, log *slog.Logger) *Store {
+	return &Store{db: db, coll: db.Collection(CollectionName), uploads: db.Collection(UploadsCollection),
+		rev: mongox.NewRevision(db.Collection("meta"), CollectionName, log), log: log, outbox: box}
+}
+
+// inTx runs fn in one transaction (or the request's: an upload's record
+// commits with its Idempotency-Key's answer, mongox.InTx).
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	return mongox.InTx(ctx, s.db.Client(), fn)
 }
 
 // Revision returns a number that moves after every write that shows or
@@ -67,6 +76,10 @@ func (s *Store) Collection() *mongo.Collection { return s.coll }
 // replicas start together.
 // Records stored before digests were unique get their digest first.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
+	// Tombstones from before transactions kept their event in themselves.
+	if _, err := s.outbox.MoveLegacy(ctx, s.db.Client(), s.coll); err != nil {
+		return err
+	}
 	if err := s.giveDigests(ctx); err != nil {
 		return fmt.Errorf("give digests to older records: %w", err)
 	}
@@ -74,7 +87,6 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("createdAt", false, "createdAt"),
 		mongox.Index("deletingAt", false, "deletingAt"),
 		mongox.Index("deletedAt", false, "deletedAt"),
-		mongox.Index("outbox", false, outbox.CountField),
 		mongox.Index("digest_unique", true, "digest"),
 		mongox.Index("objectKey", false, "objectKey"),
 	); err != nil {
@@ -177,21 +189,26 @@ func live(filter bson.M) bson.M {
 	return filter
 }
 
-// published matches tombstones whose outbox is empty.
-func published(filter bson.M) bson.M {
+// tombstone matches deleted records.
+func tombstone(filter bson.M) bson.M {
 	filter["deletedAt"] = bson.M{"$exists": true}
-	filter["$or"] = bson.A{bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0}}
 	return filter
 }
 
-// Insert implements media.Store.
+// Insert implements media.Store: the record, and the end of its upload's
+// intent, in one transaction.
 func (s *Store) Insert(ctx context.Context, m media.Media) error {
-	_, err := s.coll.InsertOne(ctx, toDoc(m))
+	bump := context.WithoutCancel(ctx)
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		if _, err := s.coll.InsertOne(ctx, toDoc(m)); err != nil {
+			return err
+		}
+		mongox.OnCommit(ctx, func() { s.rev.Bump(bump) })
+		_, err := s.uploads.DeleteOne(ctx, bson.M{"_id": m.ObjectKey})
+		return err
+	})
 	if mongo.IsDuplicateKeyError(err) {
 		return media.ErrDuplicate // the digest: ids are random
-	}
-	if err == nil {
-		s.rev.Bump(ctx)
 	}
 	return err
 }
@@ -266,17 +283,16 @@ func (s *Store) Tombstone(ctx context.Context, id, token string, at time.Time) e
 		return err
 	}
 	update := bson.M{"$set": bson.M{"deletedAt": at, "updatedAt": at, "digest": tombstoneDigest(id)}}
-	if err := outbox.Add(update, ev); err != nil {
-		return err
-	}
-	res, err := s.coll.UpdateOne(ctx, heldBy(id, token), update)
-	if err != nil {
-		return err
-	}
-	if res.MatchedCount == 0 {
-		return media.ErrMarkLost // cleared as stuck meanwhile
-	}
-	return nil
+	return s.inTx(ctx, func(ctx context.Context) error {
+		res, err := s.coll.UpdateOne(ctx, heldBy(id, token), update)
+		if err != nil {
+			return err
+		}
+		if res.MatchedCount == 0 {
+			return media.ErrMarkLost // cleared as stuck meanwhile
+		}
+		return s.outbox.Add(ctx, ev)
+	})
 }
 
 // ReleaseStuck implements media.Store.
@@ -295,12 +311,12 @@ func (s *Store) ReleaseStuck(ctx context.Context, cutoff time.Time) (int64, erro
 
 // Sweepable implements media.Store.
 func (s *Store) Sweepable(ctx context.Context) ([]media.Media, error) {
-	return s.find(ctx, published(bson.M{}), nil)
+	return s.find(ctx, tombstone(bson.M{}), nil)
 }
 
 // RemoveTombstone implements media.Store.
 func (s *Store) RemoveTombstone(ctx context.Context, id string) error {
-	_, err := s.coll.DeleteOne(ctx, published(bson.M{"_id": id}))
+	_, err := s.coll.DeleteOne(ctx, tombstone(bson.M{"_id": id}))
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/services/taxonomy/internal/setting"
 )
 
@@ -46,13 +47,25 @@ func (s *Store) Get(ctx context.Context) (setting.Settings, bool, error) {
 	return setting.Settings{ModeratorEmail: d.ModeratorEmail, UpdatedAt: d.UpdatedAt.UTC(), UpdatedBy: d.UpdatedBy}, true, nil
 }
 
-// Put implements setting.Store: one upsert, atomic with its revision.
-func (s *Store) Put(ctx context.Context, v setting.Settings) error {
-	_, err := s.coll.UpdateOne(ctx, bson.M{"_id": id}, bson.M{
-		"$set": bson.M{"moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt, "updatedBy": v.UpdatedBy},
-		"$inc": bson.M{"rev": int64(1)},
-	}, options.UpdateOne().SetUpsert(true))
-	return err
+// Put implements setting.Store: one upsert, atomic with its revision, in
+// one transaction with the read check needs.
+func (s *Store) Put(ctx context.Context, v setting.Settings, check func(setting.Settings, bool) error) error {
+	return mongox.InTx(ctx, s.coll.Database().Client(), func(ctx context.Context) error {
+		if check != nil {
+			got, found, err := s.Get(ctx)
+			if err != nil {
+				return err
+			}
+			if err := check(got, found); err != nil {
+				return err
+			}
+		}
+		_, err := s.coll.UpdateOne(ctx, bson.M{"_id": id}, bson.M{
+			"$set": bson.M{"moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt, "updatedBy": v.UpdatedBy},
+			"$inc": bson.M{"rev": int64(1)},
+		}, options.UpdateOne().SetUpsert(true))
+		return err
+	})
 }
 
 // Create implements setting.Store: one insert of the record, refused by

@@ -25,7 +25,7 @@ func TestStore(t *testing.T) {
 	at := time.Date(2026, 11, 22, 10, 15, 30, 123000000, time.UTC)
 	for i, email := range []string{"a@example.org", "b@example.org"} {
 		want := setting.Settings{ModeratorEmail: email, UpdatedAt: at, UpdatedBy: "alice"}
-		testkit.Must(t, s.Put(ctx, want), "put")
+		testkit.Must(t, s.Put(ctx, want, nil), "put")
 		got, found, err := s.Get(ctx)
 		if err != nil || !found || got != want {
 			t.Fatalf("after put %d: %+v %v %v; want %+v", i+1, got, found, err, want)

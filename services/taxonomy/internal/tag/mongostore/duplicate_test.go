@@ -1,7 +1,6 @@
 package mongostore
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -20,13 +19,11 @@ func TestWhichDuplicateFromMongoDBsError(t *testing.T) {
 	}{
 		{bson.D{{Key: "id", Value: 1}}, tag.ErrDuplicateID},
 		{bson.D{{Key: "categoryRef", Value: 1}, {Key: "nameKey", Value: 1}}, tag.ErrDuplicateName},
-		// The key's holder let it go during the insert: neither (not kept).
-		{bson.D{{Key: "idemKey", Value: 1}}, errKeyLetGo},
+		{bson.D{{Key: "nameKey", Value: 1}}, tag.ErrDuplicateName},
 	} {
 		raw, _ := bson.Marshal(bson.D{{Key: "code", Value: 11000}, {Key: "keyPattern", Value: c.keys}})
 		err := mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 11000, Raw: raw}}}
-		// No collection: asking the database would panic.
-		if got := whichDuplicate(context.Background(), nil, "x", err); !errors.Is(got, c.want) {
+		if got := duplicate(err); !errors.Is(got, c.want) {
 			t.Errorf("keyPattern %v: %v, want %v", c.keys, got, c.want)
 		}
 	}

@@ -1,10 +1,22 @@
 package mongostore
 
-import "time"
+import (
+	"context"
+	"testing"
 
-// SetClock makes the store read the time from now (tests of key expiry).
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
 
-// SetCollided makes the store run f when a keyed insert met a unique
-// index, before it looks the key's holder up.
-func (s *Store) SetCollided(f func()) { s.collided = f }
+// OutboxLen counts the events recorded and not yet published.
+func OutboxLen(t *testing.T, s *Store) int64 {
+	t.Helper()
+	n, err := s.outbox.Collection().CountDocuments(context.Background(), struct{}{})
+	if err != nil {
+		t.Fatalf("count outbox: %v", err)
+	}
+	return n
+}
+
+// Collections returns the categories and tags collections, for a test to
+// store records as an earlier version did.
+func Collections(s *Store) (categories, tags *mongo.Collection) { return s.categories, s.tags }

@@ -1,15 +1,14 @@
 // Package mongostore keeps the taxonomy in MongoDB: collections categories
-// and tags, and the revision that moves after every write of them
-// (collection meta). bson shapes live only here.
+// and tags, the revision that moves after every write of them (collection
+// meta), and the events of their deletions (the outbox). bson shapes live
+// only here.
 //
-// Records have an internal _id; the caller-supplied id is a uniquely indexed
-// field. Deleting marks a record as a tombstone in one single-document write
-// that also renames its unique keys (so the id and the name are free again
-// at once) and stores the deletion events in the record's outbox. The relay
-// publishes the events and then removes the tombstone (Sweep), unless it
-// holds an Idempotency-Key not expired yet (key.go). Tags point to
-// their category's internal _id, so a category deleted and created again
-// under the same id never inherits old tags.
+// Every write is one transaction: a deletion removes the records and
+// records their events together, and a write that must see the taxonomy as
+// it is (If-Match) reads it in the same transaction. Records have an
+// internal _id; the caller-supplied id is a uniquely indexed field. Tags
+// point to their category's internal _id, so a category deleted and
+// created again under the same id never inherits old tags.
 package mongostore
 
 import (
@@ -23,8 +22,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/events"
-	"github.com/doclib/libs/idempotency"
-	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -35,49 +32,51 @@ const Source = "/taxonomy"
 
 // Store implements tag.Store.
 type Store struct {
+	db         *mongo.Database
 	categories *mongo.Collection
 	tags       *mongo.Collection
 	rev        *mongox.Revision
-	now        func() time.Time
-	keys       idemstore.KeySweep
-	// collided, if set, runs when a keyed insert met a unique index,
-	// before the key's holder is looked up (tests of that race).
-	collided func()
+	outbox     *outbox.Outbox
 }
 
 var _ tag.Store = (*Store)(nil)
 
-// New returns a Store on db. Call EnsureIndexes once at start-up. log
-// receives the failures of revision bumps, which never fail a write.
-func New(db *mongo.Database, log *slog.Logger) *Store {
-	s := &Store{categories: db.Collection("categories"), tags: db.Collection("tags"),
-		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log), now: time.Now}
-	s.keys.Every = keySweepEvery
-	return s
+// New returns a Store on db whose deletions record their events in box.
+// Call EnsureIndexes once at start-up. log receives the failures of
+// revision bumps, which never fail a write.
+func New(db *mongo.Database, box *outbox.Outbox, log *slog.Logger) *Store {
+	return &Store{db: db, categories: db.Collection("categories"), tags: db.Collection("tags"),
+		rev: mongox.NewRevision(db.Collection("meta"), "taxonomy", log), outbox: box}
+}
+
+// inTx runs fn in one transaction (or the request's, mongox.InTx); the
+// revision moves once it has committed, so that no replica renders the
+// categories anew before the change is there to be read.
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	bump := context.WithoutCancel(ctx)
+	return mongox.InTx(ctx, s.db.Client(), func(ctx context.Context) error {
+		mongox.OnCommit(ctx, func() { s.rev.Bump(bump) })
+		return fn(ctx)
+	})
 }
 
 // Revision returns a number that moves after every write of a category or
 // tag (collection meta), so that every replica's rendering of the
 // categories can tell, with one small read, whether it must render again.
-// Each write method moves it once it has begun to write, whether or not
-// the write then succeeded: a spare move costs one rendering.
+// Each write moves it once it has committed.
 func (s *Store) Revision(ctx context.Context) (int64, error) { return s.rev.Get(ctx) }
 
-// Categories and Tags are the collections, for the outbox relay.
-func (s *Store) Collections() (categories, tags *mongo.Collection) { return s.categories, s.tags }
-
-// EnsureIndexes creates the indexes; it is idempotent and safe when several
-// replicas start together.
+// EnsureIndexes creates the indexes, and finishes the deletions of a store
+// from before transactions (upgrade); it is idempotent and safe when
+// several replicas start together.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
-	if err := s.prepareKeyIndex(ctx); err != nil {
+	if err := s.upgrade(ctx); err != nil {
 		return err
 	}
 	if err := mongox.EnsureIndexes(ctx, s.categories,
 		mongox.Index("id_unique", true, "id"),
 		mongox.Index("nameKey_unique", true, "nameKey"),
 		mongox.Index("seq", false, "seq"),
-		mongox.Index("outbox", false, outbox.CountField),
-		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	); err != nil {
 		return err
 	}
@@ -85,8 +84,6 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("id_unique", true, "id"),
 		mongox.Index("category_nameKey_unique", true, "categoryRef", "nameKey"),
 		mongox.Index("seq", false, "seq"),
-		mongox.Index("outbox", false, outbox.CountField),
-		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	)
 }
 
@@ -98,10 +95,6 @@ type categoryDoc struct {
 	Seq       int64         `bson:"seq"`
 	CreatedAt time.Time     `bson:"createdAt"`
 	UpdatedAt time.Time     `bson:"updatedAt"`
-	DeletedAt *time.Time    `bson:"deletedAt,omitempty"`
-	DeletedID string        `bson:"deletedId,omitempty"`
-	// Stamp is the Idempotency-Key the category was created under.
-	Stamp idemstore.Stamp `bson:",inline"`
 }
 
 type tagDoc struct {
@@ -114,10 +107,6 @@ type tagDoc struct {
 	Seq         int64         `bson:"seq"`
 	CreatedAt   time.Time     `bson:"createdAt"`
 	UpdatedAt   time.Time     `bson:"updatedAt"`
-	DeletedAt   *time.Time    `bson:"deletedAt,omitempty"`
-	DeletedID   string        `bson:"deletedId,omitempty"`
-	// Stamp is the Idempotency-Key the tag was created under.
-	Stamp idemstore.Stamp `bson:",inline"`
 }
 
 func (d categoryDoc) domain() tag.Category {
@@ -128,6 +117,8 @@ func (d tagDoc) domain() tag.Tag {
 	return tag.Tag{ID: d.ID, Name: d.Name, CategoryID: d.CategoryID, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
 }
 
+// live leaves out the tombstones that stores before transactions kept
+// until their events were published (they are removed at start-up).
 var (
 	live  = bson.M{"deletedAt": bson.M{"$exists": false}}
 	bySeq = options.Find().SetSort(bson.D{{Key: "seq", Value: 1}, {Key: "_id", Value: 1}})
@@ -138,11 +129,6 @@ var (
 func seq() int64 { return time.Now().UnixNano() }
 
 func liveByID(id string) bson.M { return bson.M{"id": id, "deletedAt": bson.M{"$exists": false}} }
-
-// tombstoneKey replaces unique keys of a deleted record; '~' never appears
-// in a valid id, and a name key with it cannot collide with a live one
-// because it embeds the unique _id.
-func tombstoneKey(oid bson.ObjectID) string { return "~deleted~" + oid.Hex() }
 
 // Categories implements tag.Store.
 func (s *Store) Categories(ctx context.Context) ([]tag.Category, error) {
@@ -186,10 +172,15 @@ func (s *Store) category(ctx context.Context, id string) (categoryDoc, error) {
 	return c, err
 }
 
-func (s *Store) withTags(ctx context.Context, c categoryDoc) (tag.Category, error) {
+func (s *Store) tagsOf(ctx context.Context, ref bson.ObjectID) ([]tagDoc, error) {
 	var tags []tagDoc
-	filter := bson.M{"categoryRef": c.OID, "deletedAt": bson.M{"$exists": false}}
-	if err := find(ctx, s.tags, filter, bySeq, &tags); err != nil {
+	err := find(ctx, s.tags, bson.M{"categoryRef": ref, "deletedAt": bson.M{"$exists": false}}, bySeq, &tags)
+	return tags, err
+}
+
+func (s *Store) withTags(ctx context.Context, c categoryDoc) (tag.Category, error) {
+	tags, err := s.tagsOf(ctx, c.OID)
+	if err != nil {
 		return tag.Category{}, err
 	}
 	out := c.domain()
@@ -200,60 +191,79 @@ func (s *Store) withTags(ctx context.Context, c categoryDoc) (tag.Category, erro
 }
 
 // InsertCategory implements tag.Store.
-func (s *Store) InsertCategory(ctx context.Context, c tag.Category, key *idempotency.Claim) error {
+func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
 	doc := categoryDoc{
 		OID: bson.NewObjectID(), ID: c.ID, Name: c.Name, NameKey: tag.NameKey(c.Name),
-		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Stamp: idemstore.StampOf(key),
+		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
-	defer s.rev.Bump(ctx)
-	return s.insert(ctx, s.categories, tag.KindCategory, c.ID, doc, key)
+	return s.inTx(ctx, func(ctx context.Context) error {
+		return insert(ctx, s.categories, c.ID, doc)
+	})
 }
 
-var errKeyLetGo = errors.New("an idempotency key was held, then let go, at every attempt")
-
-// whichDuplicate tells a taken id from a taken name after a unique-index
-// violation not on the Idempotency-Key (insert). MongoDB names the index's
-// keys in the error (keyPattern); the development database (FerretDB)
-// does not, so then the store asks whether the id is taken.
-func whichDuplicate(ctx context.Context, coll *mongo.Collection, id string, err error) error {
+// duplicate tells a taken id from a taken name after a unique-index
+// violation: MongoDB names the index's keys in the error (keyPattern). The
+// inserts look for a taken id first, in their transaction, so any other
+// violation is the name's.
+func duplicate(err error) error {
+	if !mongo.IsDuplicateKeyError(err) {
+		return err
+	}
 	var we mongo.WriteException
 	if errors.As(err, &we) {
 		for _, e := range we.WriteErrors {
-			keys, ok := e.Raw.Lookup("keyPattern").DocumentOK()
-			switch {
-			case !ok:
-			case keys.Lookup(idemstore.KeyField).Type != 0:
-				// The key's holder let it go twice during one insert
-				// (insert): not a taken name, and not kept (a 500).
-				return errKeyLetGo
-			case keys.Lookup("id").Type != 0:
+			if keys, ok := e.Raw.Lookup("keyPattern").DocumentOK(); ok && keys.Lookup("id").Type != 0 {
 				return tag.ErrDuplicateID
-			default:
-				return tag.ErrDuplicateName
 			}
 		}
-	}
-	n, err := coll.CountDocuments(ctx, bson.M{"id": id})
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return tag.ErrDuplicateID
 	}
 	return tag.ErrDuplicateName
 }
 
+// insert stores doc in coll unless its id is taken (ErrDuplicateID) or its
+// name (ErrDuplicateName), in the transaction of ctx.
+func insert(ctx context.Context, coll *mongo.Collection, id string, doc any) error {
+	switch err := coll.FindOne(ctx, bson.M{"id": id}, options.FindOne().SetProjection(bson.M{"_id": 1})).Err(); {
+	case err == nil:
+		return tag.ErrDuplicateID
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return err
+	}
+	_, err := coll.InsertOne(ctx, doc)
+	return duplicate(err)
+}
+
 // RenameCategory implements tag.Store.
-func (s *Store) RenameCategory(ctx context.Context, id, name string, at time.Time) (tag.Category, error) {
-	defer s.rev.Bump(ctx)
-	if err := rename(ctx, s.categories, id, name, at); err != nil {
-		return tag.Category{}, err
+func (s *Store) RenameCategory(ctx context.Context, id, name string, at time.Time, check tag.Check) (tag.Category, error) {
+	var out tag.Category
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		if err := s.check(ctx, check); err != nil {
+			return err
+		}
+		if err := rename(ctx, s.categories, id, name, at); err != nil {
+			return err
+		}
+		c, err := s.category(ctx, id)
+		if err != nil {
+			return err
+		}
+		out, err = s.withTags(ctx, c)
+		return err
+	})
+	return out, err
+}
+
+// check runs check, if any, on the taxonomy as the transaction of ctx
+// sees it.
+func (s *Store) check(ctx context.Context, check tag.Check) error {
+	if check == nil {
+		return nil
 	}
-	c, err := s.category(ctx, id)
+	cats, err := s.Categories(ctx)
 	if err != nil {
-		return tag.Category{}, err
+		return err
 	}
-	return s.withTags(ctx, c)
+	return check(cats)
 }
 
 // rename sets the name of the live record id.
@@ -271,237 +281,122 @@ func rename(ctx context.Context, coll *mongo.Collection, id, name string, at tim
 	return nil
 }
 
-// DeleteCategory implements tag.Store. The category is marked deleted with
-// its event first; its tags follow, each with its own event. Should this
-// stop half-way, Sweep deletes the tags left over.
+// DeleteCategory implements tag.Store: the category, its tags and their
+// events go in one transaction.
 func (s *Store) DeleteCategory(ctx context.Context, id string, at time.Time) error {
-	c, err := s.category(ctx, id)
-	if err != nil {
-		return err
-	}
-	var tags []tagDoc
-	if err := find(ctx, s.tags, bson.M{"categoryRef": c.OID, "deletedAt": bson.M{"$exists": false}}, bySeq, &tags); err != nil {
-		return err
-	}
-	ids := make([]string, len(tags))
-	for i, t := range tags {
-		ids[i] = t.ID
-	}
-	ev, err := events.New(ctx, Source, events.CategoryDeleted, events.CategoryDeletedData{CategoryID: id, TagsIDs: ids}, at)
-	if err != nil {
-		return err
-	}
-	update := bson.M{"$set": bson.M{"id": tombstoneKey(c.OID), "nameKey": tombstoneKey(c.OID), "deletedAt": at, "deletedId": id}}
-	if err := outbox.Add(update, ev); err != nil {
-		return err
-	}
-	defer s.rev.Bump(ctx)
-	res, err := s.categories.UpdateOne(ctx, bson.M{"_id": c.OID, "deletedAt": bson.M{"$exists": false}}, update)
-	if err != nil {
-		return err
-	}
-	if res.MatchedCount == 0 {
-		return tag.ErrCategoryNotFound // deleted by someone else meanwhile
-	}
-	return s.deleteTagsOf(ctx, c.OID, at)
-}
-
-// deleteTagsOf marks every live tag of a category deleted, each with its event.
-func (s *Store) deleteTagsOf(ctx context.Context, ref bson.ObjectID, at time.Time) error {
-	var tags []tagDoc
-	if err := find(ctx, s.tags, bson.M{"categoryRef": ref, "deletedAt": bson.M{"$exists": false}}, bySeq, &tags); err != nil {
-		return err
-	}
-	for _, t := range tags {
-		if err := s.tombstoneTag(ctx, t, at); err != nil && !errors.Is(err, tag.ErrTagNotFound) {
+	return s.inTx(ctx, func(ctx context.Context) error {
+		c, err := s.category(ctx, id)
+		if err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func (s *Store) tombstoneTag(ctx context.Context, t tagDoc, at time.Time) error {
-	ev, err := events.New(ctx, Source, events.TagDeleted, events.TagDeletedData{TagID: t.ID, CategoryID: t.CategoryID}, at)
-	if err != nil {
-		return err
-	}
-	update := bson.M{"$set": bson.M{"id": tombstoneKey(t.OID), "nameKey": tombstoneKey(t.OID), "deletedAt": at, "deletedId": t.ID}}
-	if err := outbox.Add(update, ev); err != nil {
-		return err
-	}
-	res, err := s.tags.UpdateOne(ctx, bson.M{"_id": t.OID, "deletedAt": bson.M{"$exists": false}}, update)
-	if err != nil {
-		return err
-	}
-	if res.MatchedCount == 0 {
-		return tag.ErrTagNotFound
-	}
-	return nil
+		tags, err := s.tagsOf(ctx, c.OID)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(tags))
+		evs := make([]events.Event, 0, len(tags)+1)
+		for i, t := range tags {
+			ids[i] = t.ID
+			ev, err := events.New(ctx, Source, events.TagDeleted, events.TagDeletedData{TagID: t.ID, CategoryID: id}, at)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, ev)
+		}
+		ev, err := events.New(ctx, Source, events.CategoryDeleted, events.CategoryDeletedData{CategoryID: id, TagsIDs: ids}, at)
+		if err != nil {
+			return err
+		}
+		if _, err := s.tags.DeleteMany(ctx, bson.M{"categoryRef": c.OID}); err != nil {
+			return err
+		}
+		if _, err := s.categories.DeleteOne(ctx, bson.M{"_id": c.OID}); err != nil {
+			return err
+		}
+		return s.outbox.Add(ctx, append([]events.Event{ev}, evs...)...)
+	})
 }
 
 // Tag implements tag.Store.
 func (s *Store) Tag(ctx context.Context, id string) (tag.Tag, error) {
-	ts, err := s.Tags(ctx, []string{id})
+	var d tagDoc
+	err := s.tags.FindOne(ctx, liveByID(id)).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return tag.Tag{}, tag.ErrTagNotFound
+	}
 	if err != nil {
 		return tag.Tag{}, err
 	}
-	if len(ts) == 0 {
-		return tag.Tag{}, tag.ErrTagNotFound
-	}
-	return ts[0], nil
+	return d.domain(), nil
 }
 
-// Tags implements tag.Store. Tags whose category is being deleted are left
-// out, even before Sweep has reached them.
+// Tags implements tag.Store.
 func (s *Store) Tags(ctx context.Context, ids []string) ([]tag.Tag, error) {
 	var docs []tagDoc
 	if err := find(ctx, s.tags, bson.M{"id": bson.M{"$in": ids}, "deletedAt": bson.M{"$exists": false}}, nil, &docs); err != nil {
 		return nil, err
 	}
-	if len(docs) == 0 {
-		return []tag.Tag{}, nil
-	}
-	refs := make([]bson.ObjectID, 0, len(docs))
-	for _, d := range docs {
-		refs = append(refs, d.CategoryRef)
-	}
-	var cats []categoryDoc
-	if err := find(ctx, s.categories, bson.M{"_id": bson.M{"$in": refs}, "deletedAt": bson.M{"$exists": false}},
-		options.Find().SetProjection(bson.M{"_id": 1}), &cats); err != nil {
-		return nil, err
-	}
-	liveCats := make(map[bson.ObjectID]bool, len(cats))
-	for _, c := range cats {
-		liveCats[c.OID] = true
-	}
-	out := make([]tag.Tag, 0, len(docs))
-	for _, d := range docs {
-		if liveCats[d.CategoryRef] {
-			out = append(out, d.domain())
-		}
+	out := make([]tag.Tag, len(docs))
+	for i, d := range docs {
+		out[i] = d.domain()
 	}
 	return out, nil
 }
 
-// InsertTag implements tag.Store. The category is checked again after the
-// insert: a category deleted in between would otherwise leave a tag its
-// deletion did not see.
-func (s *Store) InsertTag(ctx context.Context, t tag.Tag, key *idempotency.Claim) error {
-	c, err := s.category(ctx, t.CategoryID)
-	if err != nil {
-		return err
-	}
-	doc := tagDoc{
-		OID: bson.NewObjectID(), ID: t.ID, Name: t.Name, NameKey: tag.NameKey(t.Name),
-		CategoryID: t.CategoryID, CategoryRef: c.OID, Seq: seq(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		Stamp: idemstore.StampOf(key),
-	}
-	defer s.rev.Bump(ctx)
-	if err := s.insert(ctx, s.tags, tag.KindTag, t.ID, doc, key); err != nil {
-		return err
-	}
-	n, err := s.categories.CountDocuments(ctx, bson.M{"_id": c.OID, "deletedAt": bson.M{"$exists": false}})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		if err := s.tombstoneTag(ctx, doc, t.CreatedAt); err != nil && !errors.Is(err, tag.ErrTagNotFound) {
-			return err
-		}
-		// The caller was told no tag was made (422, not kept): the key must
-		// not hold this tombstone, or a retry once the category is back
-		// would be told its tag was created and deleted since.
-		if key != nil {
-			if _, err := s.tags.UpdateOne(ctx, bson.M{"_id": doc.OID}, idemstore.Unstamp()); err != nil {
-				return err
-			}
-		}
-		return tag.ErrCategoryNotFound
-	}
-	return nil
-}
-
-// RenameTag implements tag.Store.
-func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time) (tag.Tag, error) {
-	if _, err := s.Tag(ctx, id); err != nil {
-		return tag.Tag{}, err
-	}
-	defer s.rev.Bump(ctx)
-	if err := rename(ctx, s.tags, id, name, at); err != nil {
-		if errors.Is(err, tag.ErrCategoryNotFound) {
-			err = tag.ErrTagNotFound
-		}
-		return tag.Tag{}, err
-	}
-	return s.Tag(ctx, id)
-}
-
-// DeleteTag implements tag.Store.
-func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
-	var d tagDoc
-	err := s.tags.FindOne(ctx, liveByID(id)).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return tag.ErrTagNotFound
-	}
-	if err != nil {
-		return err
-	}
-	// A tag of a category being deleted is already gone for callers (Sweep
-	// deletes it with its event).
-	n, err := s.categories.CountDocuments(ctx, bson.M{"_id": d.CategoryRef, "deletedAt": bson.M{"$exists": false}})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return tag.ErrTagNotFound
-	}
-	defer s.rev.Bump(ctx)
-	return s.tombstoneTag(ctx, d, at)
-}
-
-// Sweep finishes deletions: tags of deleted categories are deleted (with
-// their events), and tombstones whose events have all been published and
-// whose Idempotency-Key (if any) has expired are removed; expired keys are
-// taken off records (at most once a keySweepEvery). Run it after the relay
-// has published; it is idempotent.
-func (s *Store) Sweep(ctx context.Context) error {
-	now := s.now()
-	if err := s.keys.Run(ctx, now, nil, s.categories, s.tags); err != nil {
-		return err
-	}
-	var cats []categoryDoc
-	if err := find(ctx, s.categories, bson.M{"deletedAt": bson.M{"$exists": true}}, nil, &cats); err != nil {
-		return err
-	}
-	for _, c := range cats {
-		if err := s.deleteTagsOf(ctx, c.OID, *c.DeletedAt); err != nil {
-			return err
-		}
-	}
-	published := bson.M{"$or": bson.A{bson.M{outbox.CountField: bson.M{"$exists": false}}, bson.M{outbox.CountField: 0}}}
-	// A tombstone holding a key not expired stays: a retry of the create
-	// under it must learn the record was deleted, not make it again.
-	done := bson.M{"deletedAt": bson.M{"$exists": true}, "$and": bson.A{published, idemstore.Unstamped(now)}}
-	if _, err := s.tags.DeleteMany(ctx, done); err != nil {
-		return err
-	}
-	for _, c := range cats {
-		n, err := s.tags.CountDocuments(ctx, bson.M{"categoryRef": c.OID})
+// InsertTag implements tag.Store. The category is read in the insert's
+// transaction: a deletion of it either commits first (the tag is refused)
+// or after (and deletes the tag with it).
+func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
+	return s.inTx(ctx, func(ctx context.Context) error {
+		c, err := s.category(ctx, t.CategoryID)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			continue // its tags' events are not all published yet
+		doc := tagDoc{
+			OID: bson.NewObjectID(), ID: t.ID, Name: t.Name, NameKey: tag.NameKey(t.Name),
+			CategoryID: t.CategoryID, CategoryRef: c.OID, Seq: seq(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		}
-		filter := bson.M{"_id": c.OID}
-		for k, v := range done {
-			filter[k] = v
-		}
-		if _, err := s.categories.DeleteOne(ctx, filter); err != nil {
+		return insert(ctx, s.tags, t.ID, doc)
+	})
+}
+
+// RenameTag implements tag.Store.
+func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time, check tag.Check) (tag.Tag, error) {
+	var out tag.Tag
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		if err := s.check(ctx, check); err != nil {
 			return err
 		}
-	}
-	return nil
+		if err := rename(ctx, s.tags, id, name, at); err != nil {
+			if errors.Is(err, tag.ErrCategoryNotFound) {
+				err = tag.ErrTagNotFound
+			}
+			return err
+		}
+		var err error
+		out, err = s.Tag(ctx, id)
+		return err
+	})
+	return out, err
+}
+
+// DeleteTag implements tag.Store: the tag and its event in one
+// transaction.
+func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
+	return s.inTx(ctx, func(ctx context.Context) error {
+		t, err := s.Tag(ctx, id)
+		if err != nil {
+			return err
+		}
+		ev, err := events.New(ctx, Source, events.TagDeleted, events.TagDeletedData{TagID: t.ID, CategoryID: t.CategoryID}, at)
+		if err != nil {
+			return err
+		}
+		if _, err := s.tags.DeleteOne(ctx, liveByID(id)); err != nil {
+			return err
+		}
+		return s.outbox.Add(ctx, ev)
+	})
 }
 
 func find(ctx context.Context, coll *mongo.Collection, filter any, opts *options.FindOptionsBuilder, out any) error {

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/tag"
 	"github.com/doclib/services/taxonomy/internal/tag/mongostore"
@@ -19,8 +20,11 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 func newStore(t *testing.T) (*mongostore.Store, context.Context) {
 	t.Helper()
 	t.Parallel()
-	s := mongostore.New(testkit.Mongo(t), testkit.Logger(t))
+	db := testkit.Mongo(t)
+	box := outbox.New(db, testkit.Logger(t))
+	s := mongostore.New(db, box, testkit.Logger(t))
 	ctx := context.Background()
+	testkit.Must(t, box.EnsureIndexes(ctx), "outbox indexes")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes")
 	testkit.Must(t, s.EnsureIndexes(ctx), "EnsureIndexes again")
 	return s, ctx
@@ -38,10 +42,10 @@ func tg(id, name, cat string) tag.Tag {
 func TestCategoriesInCreationOrderWithTheirTags(t *testing.T) {
 	s, ctx := newStore(t)
 	for _, id := range []string{"zeta", "alpha", "mid"} {
-		testkit.Must(t, s.InsertCategory(ctx, cat(id, "name "+id), nil), "insert")
+		testkit.Must(t, s.InsertCategory(ctx, cat(id, "name "+id)), "insert")
 	}
-	testkit.Must(t, s.InsertTag(ctx, tg("t2", "B", "alpha"), nil), "insert tag")
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "alpha"), nil), "insert tag")
+	testkit.Must(t, s.InsertTag(ctx, tg("t2", "B", "alpha")), "insert tag")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "alpha")), "insert tag")
 	got, err := s.Categories(ctx)
 	testkit.Must(t, err, "Categories")
 	if len(got) != 3 || got[0].ID != "zeta" || got[1].ID != "alpha" || got[2].ID != "mid" {
@@ -60,38 +64,38 @@ func TestCategoriesInCreationOrderWithTheirTags(t *testing.T) {
 
 func TestDuplicates(t *testing.T) {
 	s, ctx := newStore(t)
-	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "Santé"), nil), "insert")
-	testkit.Must(t, s.InsertCategory(ctx, cat("c2", "Other"), nil), "insert")
-	if err := s.InsertCategory(ctx, cat("c1", "Else"), nil); !errors.Is(err, tag.ErrDuplicateID) {
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "Santé")), "insert")
+	testkit.Must(t, s.InsertCategory(ctx, cat("c2", "Other")), "insert")
+	if err := s.InsertCategory(ctx, cat("c1", "Else")); !errors.Is(err, tag.ErrDuplicateID) {
 		t.Errorf("same id: err = %v, want ErrDuplicateID", err)
 	}
-	if err := s.InsertCategory(ctx, cat("c3", "SANTÉ"), nil); !errors.Is(err, tag.ErrDuplicateName) {
+	if err := s.InsertCategory(ctx, cat("c3", "SANTÉ")); !errors.Is(err, tag.ErrDuplicateName) {
 		t.Errorf("same name other case: err = %v, want ErrDuplicateName", err)
 	}
-	if _, err := s.RenameCategory(ctx, "c2", "santé", at); !errors.Is(err, tag.ErrDuplicateName) {
+	if _, err := s.RenameCategory(ctx, "c2", "santé", at, nil); !errors.Is(err, tag.ErrDuplicateName) {
 		t.Errorf("rename onto taken name: err = %v, want ErrDuplicateName", err)
 	}
-	if c, err := s.RenameCategory(ctx, "c1", "SANTÉ", at.Add(time.Second)); err != nil || c.Name != "SANTÉ" {
+	if c, err := s.RenameCategory(ctx, "c1", "SANTÉ", at.Add(time.Second), nil); err != nil || c.Name != "SANTÉ" {
 		t.Errorf("rename to own name in another case = %v, %v", c, err)
 	}
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "Vaccins", "c1"), nil), "insert tag")
-	if err := s.InsertTag(ctx, tg("t2", "vaccins", "c1"), nil); !errors.Is(err, tag.ErrDuplicateName) {
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "Vaccins", "c1")), "insert tag")
+	if err := s.InsertTag(ctx, tg("t2", "vaccins", "c1")); !errors.Is(err, tag.ErrDuplicateName) {
 		t.Errorf("tag name taken in category: err = %v, want ErrDuplicateName", err)
 	}
-	testkit.Must(t, s.InsertTag(ctx, tg("t2", "vaccins", "c2"), nil), "same tag name in another category")
-	if err := s.InsertTag(ctx, tg("t1", "x", "c2"), nil); !errors.Is(err, tag.ErrDuplicateID) {
+	testkit.Must(t, s.InsertTag(ctx, tg("t2", "vaccins", "c2")), "same tag name in another category")
+	if err := s.InsertTag(ctx, tg("t1", "x", "c2")); !errors.Is(err, tag.ErrDuplicateID) {
 		t.Errorf("tag id taken: err = %v, want ErrDuplicateID", err)
 	}
-	if err := s.InsertTag(ctx, tg("t9", "x", "nope"), nil); !errors.Is(err, tag.ErrCategoryNotFound) {
+	if err := s.InsertTag(ctx, tg("t9", "x", "nope")); !errors.Is(err, tag.ErrCategoryNotFound) {
 		t.Errorf("unknown category: err = %v, want ErrCategoryNotFound", err)
 	}
 }
 
 func TestDeleteCategoryDeletesItsTagsAndRecordsEvents(t *testing.T) {
 	s, ctx := newStore(t)
-	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "insert")
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), nil), "insert tag")
-	testkit.Must(t, s.InsertTag(ctx, tg("t2", "B", "c1"), nil), "insert tag")
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One")), "insert")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1")), "insert tag")
+	testkit.Must(t, s.InsertTag(ctx, tg("t2", "B", "c1")), "insert tag")
 	testkit.Must(t, s.DeleteCategory(ctx, "c1", at), "delete")
 
 	if err := s.DeleteCategory(ctx, "c1", at); !errors.Is(err, tag.ErrCategoryNotFound) {
@@ -103,59 +107,30 @@ func TestDeleteCategoryDeletesItsTagsAndRecordsEvents(t *testing.T) {
 	if got, _ := s.Tags(ctx, []string{"t1", "t2"}); len(got) != 0 {
 		t.Errorf("tags after delete = %v", got)
 	}
-	cats, tags := s.Collections()
-	var c bson.M
-	testkit.Must(t, cats.FindOne(ctx, bson.M{"deletedId": "c1"}).Decode(&c), "tombstone")
-	if n, _ := c["outboxCount"].(int32); n != 1 {
-		t.Errorf("category outboxCount = %v, want 1", c["outboxCount"])
-	}
-	if n, _ := tags.CountDocuments(ctx, bson.M{"outboxCount": 1, "deletedAt": bson.M{"$exists": true}}); n != 2 {
-		t.Errorf("tag tombstones with one event = %d, want 2", n)
+	if n := mongostore.OutboxLen(t, s); n != 3 {
+		t.Errorf("events recorded = %d, want 3 (the category and its two tags)", n)
 	}
 
 	// Ids and names are free again at once, and the old tags do not come back.
-	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "re-create category")
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), nil), "re-create tag")
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One")), "re-create category")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1")), "re-create tag")
 	got, _ := s.Category(ctx, "c1")
 	if len(got.Tags) != 1 {
 		t.Errorf("re-created category tags = %v, want only the new t1", got.Tags)
 	}
 }
 
-func TestSweepRemovesPublishedTombstonesOnly(t *testing.T) {
-	s, ctx := newStore(t)
-	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "insert")
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), nil), "insert tag")
-	testkit.Must(t, s.DeleteCategory(ctx, "c1", at), "delete")
-	testkit.Must(t, s.Sweep(ctx), "sweep")
-	cats, tags := s.Collections()
-	if n, _ := cats.CountDocuments(ctx, bson.M{}); n != 1 {
-		t.Fatalf("tombstone with pending event swept: %d categories left, want 1", n)
-	}
-	// As the relay does once published:
-	_, err := tags.UpdateMany(ctx, bson.M{}, bson.M{"$unset": bson.M{"outbox": ""}, "$set": bson.M{"outboxCount": 0}})
-	testkit.Must(t, err, "mark tags published")
-	_, err = cats.UpdateMany(ctx, bson.M{}, bson.M{"$unset": bson.M{"outbox": ""}, "$set": bson.M{"outboxCount": 0}})
-	testkit.Must(t, err, "mark categories published")
-	testkit.Must(t, s.Sweep(ctx), "sweep")
-	nc, _ := cats.CountDocuments(ctx, bson.M{})
-	nt, _ := tags.CountDocuments(ctx, bson.M{})
-	if nc != 0 || nt != 0 {
-		t.Errorf("after sweep: %d categories, %d tags left, want none", nc, nt)
-	}
-}
-
 func TestRenameAndDeleteTag(t *testing.T) {
 	s, ctx := newStore(t)
-	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One"), nil), "insert")
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1"), nil), "insert tag")
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One")), "insert")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1")), "insert tag")
 	later := at.Add(time.Minute)
-	got, err := s.RenameTag(ctx, "t1", "Renamed", later)
+	got, err := s.RenameTag(ctx, "t1", "Renamed", later, nil)
 	testkit.Must(t, err, "rename")
 	if got.Name != "Renamed" || !got.UpdatedAt.Equal(later) || !got.CreatedAt.Equal(at) {
 		t.Errorf("renamed tag = %+v", got)
 	}
-	if _, err := s.RenameTag(ctx, "nope", "x", later); !errors.Is(err, tag.ErrTagNotFound) {
+	if _, err := s.RenameTag(ctx, "nope", "x", later, nil); !errors.Is(err, tag.ErrTagNotFound) {
 		t.Errorf("rename unknown: err = %v", err)
 	}
 	testkit.Must(t, s.DeleteTag(ctx, "t1", later), "delete tag")
@@ -171,10 +146,10 @@ func TestRenameAndDeleteTag(t *testing.T) {
 func TestRekeyNamesBringsStoredKeysUpToDate(t *testing.T) {
 	s, ctx := newStore(t)
 	for _, id := range []string{"c1", "c2", "c3"} {
-		testkit.Must(t, s.InsertCategory(ctx, cat(id, id), nil), "insert")
+		testkit.Must(t, s.InsertCategory(ctx, cat(id, id)), "insert")
 	}
-	testkit.Must(t, s.InsertTag(ctx, tg("t1", "t1", "c1"), nil), "insert tag")
-	cats, tags := s.Collections()
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "t1", "c1")), "insert tag")
+	cats, tags := mongostore.Collections(s)
 	// name and former key of each record
 	for coll, stored := range map[*mongo.Collection]map[string][2]string{
 		cats: {"c1": {"Café  N", "café  n"}, "c2": {"Ｃafé M", "ｃafé m"}, "c3": {"Café M", "café m"}},
@@ -187,10 +162,10 @@ func TestRekeyNamesBringsStoredKeysUpToDate(t *testing.T) {
 	}
 	testkit.Must(t, s.RekeyNames(ctx, testkit.Logger(t)), "RekeyNames")
 	testkit.Must(t, s.RekeyNames(ctx, testkit.Logger(t)), "RekeyNames again")
-	if err := s.InsertCategory(ctx, cat("c4", "Café N"), nil); !errors.Is(err, tag.ErrDuplicateName) {
+	if err := s.InsertCategory(ctx, cat("c4", "Café N")); !errors.Is(err, tag.ErrDuplicateName) {
 		t.Errorf("Café N beside a stored 'Café  N': %v, want ErrDuplicateName", err)
 	}
-	if err := s.InsertTag(ctx, tg("t2", "Vaccin", "c1"), nil); !errors.Is(err, tag.ErrDuplicateName) {
+	if err := s.InsertTag(ctx, tg("t2", "Vaccin", "c1")); !errors.Is(err, tag.ErrDuplicateName) {
 		t.Errorf("Vaccin beside a stored 'Vac\\u00adcin': %v, want ErrDuplicateName", err)
 	}
 	got, err := s.Categories(ctx)

@@ -2,7 +2,8 @@
 // per subscription in the webhook_subscriptions collection. Updates are
 // optimistic: a version field guards each replacement. Signing secrets are
 // stored sealed (package keyring); SealSecrets seals those stored before
-// in plain text, or with a key being rotated out.
+// in plain text, or with a key being rotated out. A deletion takes what
+// belongs to the subscription with it, in one transaction.
 package mongostore
 
 import (
@@ -15,22 +16,27 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/libs/mongox"
 	"github.com/doclib/services/webhook/internal/keyring"
 	"github.com/doclib/services/webhook/internal/subscription"
 )
 
 // Store implements subscription.Store.
 type Store struct {
-	coll *mongo.Collection
-	keys *keyring.Keyring
+	coll    *mongo.Collection
+	keys    *keyring.Keyring
+	cascade []func(ctx context.Context, id string) error
 }
 
 var _ subscription.Store = (*Store)(nil)
 
 // New returns a store on db sealing secrets with keys; with nil keys,
-// secrets are stored in plain text (a deployment that sets no key).
-func New(db *mongo.Database, keys *keyring.Keyring) *Store {
-	return &Store{coll: db.Collection("webhook_subscriptions"), keys: keys}
+// secrets are stored in plain text (a deployment that sets no key). Each
+// of cascade runs in the transaction of every Delete, with the
+// subscription's id, and removes what belongs to it (its deliveries): all
+// of it goes, or none.
+func New(db *mongo.Database, keys *keyring.Keyring, cascade ...func(ctx context.Context, id string) error) *Store {
+	return &Store{coll: db.Collection("webhook_subscriptions"), keys: keys, cascade: cascade}
 }
 
 type doc struct {
@@ -180,14 +186,22 @@ func (st *Store) Update(ctx context.Context, id string, change func(*subscriptio
 	return subscription.Subscription{}, subscription.ErrConflict
 }
 
-// Delete removes the subscription id.
+// Delete removes the subscription id and, in the same transaction, what
+// belongs to it (New's cascade).
 func (st *Store) Delete(ctx context.Context, id string) error {
-	res, err := st.coll.DeleteOne(ctx, bson.M{"_id": id})
-	if err != nil {
-		return fmt.Errorf("delete subscription: %w", err)
-	}
-	if res.DeletedCount == 0 {
-		return subscription.ErrNotFound
-	}
-	return nil
+	return mongox.InTx(ctx, st.coll.Database().Client(), func(ctx context.Context) error {
+		res, err := st.coll.DeleteOne(ctx, bson.M{"_id": id})
+		if err != nil {
+			return fmt.Errorf("delete subscription: %w", err)
+		}
+		if res.DeletedCount == 0 {
+			return subscription.ErrNotFound
+		}
+		for _, drop := range st.cascade {
+			if err := drop(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
