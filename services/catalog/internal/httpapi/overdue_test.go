@@ -43,9 +43,7 @@ func TestARestoredDraftIsNotPublishedByAnOverdueSchedule(t *testing.T) {
 func TestAnImportedDraftIsNotPublishedByAnOverdueSchedule(t *testing.T) {
 	t.Parallel()
 	r := newReplica(t, testkit.Mongo(t), newWorld())
-	doc := `{"id":"late","title":"Late","type":"LINK","url":"https://example.org/l","tagsIds":[],"sources":[],"relatedIds":[],` +
-		`"isDeleted":false,"createdAt":"2026-01-20T09:00:03.118Z","updatedAt":"2026-01-20T09:00:04.118Z","createdBy":"alice",` +
-		`"updatedBy":"bob","status":"draft","version":1,"publishAt":"2026-01-21T09:00:00.000Z","draft":null}`
+	doc := lateDraft
 	var got struct {
 		Status, PublishAt string
 		ClearedSchedule   *struct{ PublishAt string }
@@ -101,3 +99,21 @@ func (r *replica) trashUntilPast(body, status string) boDoc {
 	}
 	return d
 }
+
+// The answer of an import (or a restore) that cleared a schedule may be
+// sent back to PATCH as it is, clearedSchedule included.
+func TestAClearingAnswerMayBeSentBack(t *testing.T) {
+	t.Parallel()
+	r := newReplica(t, testkit.Mongo(t), newWorld())
+	doc := lateDraft
+	imported := r.must("PUT", "/bo/import/documents/late", doc, 201)
+	if !strings.Contains(string(imported.body), `"clearedSchedule"`) {
+		t.Fatalf("imported: %s, want clearedSchedule", imported.body)
+	}
+	r.must("PATCH", "/bo/documents/late", string(imported.body), 200, "If-Match", imported.hdr.Get("ETag"))
+}
+
+// lateDraft is an exported draft whose publishAt has passed.
+const lateDraft = `{"id":"late","title":"Late","type":"LINK","url":"https://example.org/l","tagsIds":[],"sources":[],"relatedIds":[],` +
+	`"isDeleted":false,"createdAt":"2026-01-20T09:00:03.118Z","updatedAt":"2026-01-20T09:00:04.118Z","createdBy":"alice",` +
+	`"updatedBy":"bob","status":"draft","version":1,"publishAt":"2026-01-21T09:00:00.000Z","draft":null}`
