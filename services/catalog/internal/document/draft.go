@@ -130,15 +130,19 @@ type Overdue struct{ PublishAt, UnpublishAt time.Time }
 // Any reports whether something was cleared.
 func (o Overdue) Any() bool { return !o.PublishAt.IsZero() || !o.UnpublishAt.IsZero() }
 
-// clearOverdue clears d's scheduled publication and unpublication whose
-// time is not after now, and says which it cleared.
+// clearOverdue clears d's scheduled publication whose time is not after
+// now (a past time is never taken as now), and applies its scheduled
+// unpublication whose time is not after now: what was meant to go offline
+// by then stays offline, a draft. It says which it cleared.
 func clearOverdue(d *Document, now time.Time) Overdue {
 	var o Overdue
 	if !d.PublishAt.IsZero() && !d.PublishAt.After(now) {
 		o.PublishAt, d.PublishAt = d.PublishAt, time.Time{}
 	}
 	if !d.UnpublishAt.IsZero() && !d.UnpublishAt.After(now) {
-		o.UnpublishAt, d.UnpublishAt = d.UnpublishAt, time.Time{}
+		o.UnpublishAt = d.UnpublishAt
+		unpublish(d)
+		d.UnpublishAt = time.Time{}
 	}
 	return o
 }

@@ -28,9 +28,10 @@ const WhyImport = "import"
 // the archive (doclib verify checked they are in it). created reports
 // whether it was stored: the same document again changes nothing (false),
 // another document under its id is ErrImportConflict. An import announces
-// nothing (no event): a create never does, deleted or not. A schedule
-// whose time has passed is cleared, never applied at once, and returned
-// (the same archive imported again compares without it).
+// nothing (no event): a create never does, deleted or not. A publication
+// whose time has passed is cleared, never applied at once; an
+// unpublication whose time has passed is applied (it is stored a draft);
+// either is returned (the same archive imported again compares the same).
 func (s *Service) Import(ctx context.Context, d Document) (Document, bool, Overdue, error) {
 	overdue := clearOverdue(&d, s.now())
 	stored, created, err := s.importDocument(ctx, d)

@@ -78,7 +78,7 @@ func newMarkdownParser() parser.Parser {
 	for i, v := range inlines {
 		inlines[i] = util.Prioritized(spanRecorder{v.Value.(parser.InlineParser)}, v.Priority)
 	}
-	transformers := append(parser.DefaultParagraphTransformers(), util.Prioritized(stopChecker{}, 1000))
+	transformers := append(parser.DefaultParagraphTransformers(), util.Prioritized(stopChecker{}, 1000), util.Prioritized(stopChecker{}, 10))
 	return parser.NewParser(
 		parser.WithBlockParsers(parser.DefaultBlockParsers()...),
 		parser.WithInlineParsers(inlines...),

@@ -269,10 +269,50 @@ func TestMarkupProblem(t *testing.T) {
 		{"too deep on a line", strings.Repeat("- ", maxNesting+1) + "a", true},
 		{"quotes too deep", strings.Repeat("> ", 4096) + "a", true},
 		{"a long list", strings.Repeat("- [a](b) *c*\n", 20000), false},
+		{"a table padded to its header", strings.Repeat("|a", 1000) + "|\n" + strings.Repeat("|-", 1000) + "|\n" + strings.Repeat("a\n", 1000), true},
+		{"a table with too many columns", strings.Repeat("|a", maxTableColumns+1) + "|\n" + strings.Repeat("|-", maxTableColumns+1) + "|\n", true},
+		{"a table with too many cells", strings.Repeat("|a", 100) + "|\n" + strings.Repeat("|-", 100) + "|\n" + strings.Repeat("a\n", 1000), true},
+		{"a large table", "| a | b | c |\n|:-|-:|:-:|\n" + strings.Repeat("| x | 2 | 3 |\n", 30000), false},
+		{"tables apart", strings.Repeat(strings.Repeat("|a", 100)+"|\n"+strings.Repeat("|-", 100)+"|\n"+strings.Repeat("a\n", 500)+"\n", 10), false},
+		{"thematic breaks", strings.Repeat("a\n---\n", 50000), false},
+		{"unbalanced link parentheses", strings.Repeat("[a]((", 1000) + strings.Repeat("x", 300<<10), true},
+		{"unclosed bracketed destinations", strings.Repeat("[a](<b", 1000) + strings.Repeat("x", 300<<10), true},
+		{"a long paragraph with links", strings.Repeat("see [a](https://example.org/a) and more words here ", 200), false},
 	} {
 		if got := MarkupProblem(tc.md); (got != "") != tc.refused {
 			t.Errorf("%s: MarkupProblem = %q, want refused %v", tc.name, got, tc.refused)
 		}
+	}
+}
+
+// TestLargeTablesAndLinkRunsAreRefusedBeforeParsing: a table whose short
+// rows the reader would pad to a wide header, and a long run after
+// unbalanced link parentheses, are validation errors on content, at once.
+func TestLargeTablesAndLinkRunsAreRefusedBeforeParsing(t *testing.T) {
+	for _, md := range []string{
+		strings.Repeat("|a", 1000) + "|\n" + strings.Repeat("|-", 1000) + "|\n" + strings.Repeat("a\n", 1000),
+		strings.Repeat("[a](((", 1000) + strings.Repeat("x", 300<<10),
+	} {
+		start := time.Now()
+		_, err := SanitizeMarkdown(context.Background(), md)
+		var fields validation.Errors
+		if !errors.As(err, &fields) || len(fields) != 1 || fields[0].Field != "content" || time.Since(start) > time.Second {
+			t.Fatalf("SanitizeMarkdown(%.20q...) = %v after %v, want a content error at once", md, err, time.Since(start))
+		}
+	}
+}
+
+// TestTableParseStopsWhenAsked: a table within the bounds, of plain cells
+// (no inline parsing), still stops with its context.
+func TestTableParseStopsWhenAsked(t *testing.T) {
+	md := strings.Repeat("|a", 100) + "|\n" + strings.Repeat("|-", 100) + "|\n" + strings.Repeat("a\n", 900)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := SanitizeMarkdown(ctx, md); !errors.Is(err, context.Canceled) {
+		t.Fatalf("SanitizeMarkdown(table, ended context) = %v, want context.Canceled", err)
+	}
+	if _, err := RenderPreview(ctx, "MARKDOWN", md); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RenderPreview(table, ended context) = %v, want context.Canceled", err)
 	}
 }
 

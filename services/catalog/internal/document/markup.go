@@ -34,6 +34,16 @@ const (
 // when it does not. Markers escaped with a backslash are text and do not
 // count.
 func MarkupProblem(md string) string {
+	if msg := markerProblem(md); msg != "" {
+		return msg
+	}
+	if msg := linkProblem(md); msg != "" {
+		return msg
+	}
+	return tableProblem(md)
+}
+
+func markerProblem(md string) string {
 	var weight int64
 	count, start := 0, 1
 	end := func() string {
@@ -70,6 +80,95 @@ func MarkupProblem(md string) string {
 			"separate long paragraphs with blank lines, or escape markers meant as text with a backslash", markerList, weight, maxMarkupWeight)
 	}
 	return ""
+}
+
+// A link's destination is looked for from each "](" to the end of its
+// line: unbalanced parentheses ("[a](((" or "[a](<b" repeated, then a long
+// run of text) make that work the openers of a paragraph times its length.
+// That product is bounded by maxLinkWork per paragraph: about half a second
+// at the bound; a 10 KB paragraph with fifty links makes 500,000.
+const maxLinkWork = 20_000_000
+
+// linkProblem says why a paragraph of md has too many link openers ("](")
+// for its length, or "" when none has.
+func linkProblem(md string) string {
+	var openers, size int64
+	start := 1
+	for n, line := 1, ""; md != ""; n++ {
+		line, md, _ = strings.Cut(md, "\n")
+		if _, blank := lineMarkers(line); blank || startsItem(line) {
+			openers, size, start = 0, 0, n
+		}
+		openers += int64(linkOpeners(line))
+		size += int64(len(line)) + 1
+		if openers*size > maxLinkWork {
+			return fmt.Sprintf("has a paragraph (from line %d) with %d link openers (\"](\") in %d bytes, more than can be checked in bounded time (openers times bytes at most %d): "+
+				"close each link's parentheses, separate paragraphs with a blank line, or escape brackets meant as text with a backslash", start, openers, size, maxLinkWork)
+		}
+	}
+	return ""
+}
+
+// linkOpeners counts the unescaped "](" of line.
+func linkOpeners(line string) int {
+	count, escaped := 0, false
+	for i := 0; i < len(line); i++ {
+		switch {
+		case escaped:
+			escaped = false
+		case line[i] == '\\':
+			escaped = true
+		case line[i] == ']' && i+1 < len(line) && line[i+1] == '(':
+			count++
+		}
+	}
+	return count
+}
+
+// GFM tables: the reader gives every row as many cells as the header has,
+// so a table's work and memory grow with its rows times its columns, even
+// when the rows are short ("|a|a|...|" over "|-|-|...|", then lines of "a").
+// A table has at most maxTableColumns columns and maxTableCells cells,
+// counted as its rows (header included) times its columns.
+const (
+	maxTableColumns = 128
+	maxTableCells   = 100_000
+)
+
+// tableProblem says why a table of md is too large, or "" when none is.
+// A table starts at a delimiter row ("|---|:-:|") under a line with a pipe
+// and ends at a blank line (or, counted generously, the end of the text).
+func tableProblem(md string) string {
+	cols, cells, start, prev := 0, 0, 0, ""
+	for n, line := 1, ""; md != ""; n++ {
+		line, md, _ = strings.Cut(md, "\n")
+		row := strings.TrimLeft(line, " \t>")
+		switch _, blank := lineMarkers(line); {
+		case blank:
+			cols = 0
+		case isDelimiterRow(row) && (strings.Contains(row, "|") || strings.Contains(prev, "|")):
+			cols, cells, start = strings.Count(strings.Trim(strings.TrimSpace(row), "|"), "|")+1, 0, n
+			if cols > maxTableColumns {
+				return fmt.Sprintf("has a table (line %d) with %d columns, more than the %d a table may have", n, cols, maxTableColumns)
+			}
+			cells = 2 * cols // its header and delimiter rows
+		case cols > 0:
+			cells += cols
+		}
+		if cols > 0 && cells > maxTableCells {
+			return fmt.Sprintf("has a table (from line %d) with %d columns and more than %d cells (rows times columns, short rows counted as full), more than a table may hold: "+
+				"split it into smaller tables separated by a blank line", start-1, cols, maxTableCells)
+		}
+		prev = row
+	}
+	return ""
+}
+
+// isDelimiterRow reports whether row (its container markers removed) can
+// be a table's delimiter row: pipes, colons, spaces and at least one "-",
+// not only hyphens.
+func isDelimiterRow(row string) bool {
+	return strings.Contains(row, "-") && strings.Trim(row, "-") != "" && strings.Trim(row, "|-: \t\r") == ""
 }
 
 // startsItem reports whether line starts a bullet list item wherever it
@@ -148,7 +247,7 @@ var stopKey = parser.NewContextKey()
 
 type stopped struct{ err error }
 
-const checkEvery = 256
+const checkEvery = 32
 
 func (s *parseStop) check() {
 	s.calls++
@@ -160,10 +259,17 @@ func (s *parseStop) check() {
 }
 
 // stopChecker checks at the end of every paragraph's block reading, which
-// precedes the inline reading of them all.
+// precedes the inline reading of them all, before the table transformer
+// (priority 200) and after it.
 type stopChecker struct{}
 
-func (stopChecker) Transform(_ *ast.Paragraph, _ text.Reader, pc parser.Context) { checkStop(pc) }
+func (stopChecker) Transform(_ *ast.Paragraph, _ text.Reader, pc parser.Context) {
+	if s, ok := pc.Get(stopKey).(*parseStop); ok {
+		if err := s.ctx.Err(); err != nil {
+			panic(stopped{err})
+		}
+	}
+}
 
 // withStop returns a parser context whose parse ends when ctx does.
 func withStop(ctx context.Context) parser.Context {

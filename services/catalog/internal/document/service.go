@@ -157,9 +157,10 @@ func (s *Service) Delete(ctx context.Context, id string) (Document, bool, error)
 }
 
 // Restore brings a document back from the trash (a no-op on a live one).
-// Media gone or being deleted meanwhile are dropped (refs.go). A schedule
-// whose time passed in the trash is cleared, never applied at once, and
-// returned.
+// Media gone or being deleted meanwhile are dropped (refs.go). A
+// publication whose time passed in the trash is cleared, never applied at
+// once; an unpublication whose time passed is applied (it is restored a
+// draft); either is returned.
 func (s *Service) Restore(ctx context.Context, id string) (Document, Overdue, error) {
 	var overdue Overdue
 	d, err := s.store.Update(ctx, id, Refs{}, s.write(ctx, WhyRestore, func(d *Document) error {

@@ -25,10 +25,11 @@ type documentInput struct {
 	editorialInput
 }
 
-// ReadShapes: a client may send back the back-office detail it read, its
+// ReadShapes: a client may send back the back-office detail it read (or a
+// restore's or an import's answer, with clearedSchedule), its
 // read-only fields (id, createdAt, version...) included; any other member
 // is a 422 (httpx.ReadShaped).
-func (documentInput) ReadShapes() []any { return []any{documentAdmin{}} }
+func (documentInput) ReadShapes() []any { return []any{documentAdmin{}, clearingAnswer{}} }
 
 func (in documentInput) domain() document.Input {
 	return document.Input{Type: in.Type, Title: in.Title, TagsIDs: in.TagsIDs, URL: in.URL,

@@ -206,7 +206,21 @@ func (h *Handler) writtenClearing(c *gin.Context, status int, d document.Documen
 	c.Header("ETag", document.ETag(d.Version))
 	c.JSON(status, clearingAnswer{documentAdmin: toDetailOf(h.lib.Current(), &d, true).(documentAdmin),
 		ClearedSchedule: &clearedSchedule{PublishAt: optionalTime(o.PublishAt), UnpublishAt: optionalTime(o.UnpublishAt),
-			Reason: "its time had passed: a past time is never taken as now; schedule it again, or publish it now"}})
+			Reason: clearedReason(o)}})
+}
+
+// clearedReason says why a schedule was cleared: a passed publication is
+// dropped, a passed unpublication is applied (the document is a draft).
+func clearedReason(o document.Overdue) string {
+	const dropped = "its time had passed: a past time is never taken as now; schedule it again, or publish it now"
+	const applied = "its unpublication time had passed: the document was taken offline, it is a draft; publish it again if it should be public"
+	switch {
+	case o.UnpublishAt.IsZero():
+		return dropped
+	case o.PublishAt.IsZero():
+		return applied
+	}
+	return "publication " + dropped + "; " + applied
 }
 
 // written puts a document this replica wrote into its memory, and answers
