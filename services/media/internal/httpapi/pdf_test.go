@@ -18,15 +18,28 @@ import (
 type countingPDF struct {
 	*pdf.Reader
 	texts atomic.Int32
+	// gate, when set, holds every text extraction until it is closed;
+	// entered is told of each one held.
+	gate    chan struct{}
+	entered chan struct{}
 }
 
 func (c *countingPDF) Text(ctx context.Context, path string) ([]byte, error) {
 	c.texts.Add(1)
+	if c.gate != nil {
+		c.entered <- struct{}{}
+		<-c.gate
+	}
 	return c.Reader.Text(ctx, path)
 }
 
 // newPDFAPI is newRenditionAPI reading PDFs with poppler-utils.
 func newPDFAPI(t *testing.T) (*api, *countingPDF) {
+	t.Helper()
+	return newPDFAPIWith(t, rendition.Config{})
+}
+
+func newPDFAPIWith(t *testing.T, cfg rendition.Config) (*api, *countingPDF) {
 	t.Helper()
 	if err := pdf.Available(); err != nil {
 		t.Skip(err)
@@ -34,7 +47,7 @@ func newPDFAPI(t *testing.T) (*api, *countingPDF) {
 	a := newAPI(t, media.Config{})
 	r := &countingPDF{Reader: pdf.NewReader(pdf.Config{Timeout: 20 * time.Second, CPU: 10 * time.Second})}
 	a.svc.WithPDF(r)
-	a, _ = a.withRenditions(rendition.Config{})
+	a, _ = a.withRenditions(cfg)
 	a.renditions.WithPDF(r)
 	return a, r
 }
@@ -127,6 +140,52 @@ func TestPDFText(t *testing.T) {
 	a.must("DELETE", "/bo/medias/"+m.ID, http.StatusNoContent)
 	if a.hasKey(media.RenditionPrefix(m.SHA256)) {
 		t.Error("the text outlived its media")
+	}
+}
+
+// TestPDFTextServedFromMemory: a text is read from the store and
+// compressed once per encoding, then served from memory: the GETs after
+// the first do no decompression and no compression.
+func TestPDFTextServedFromMemory(t *testing.T) {
+	a, _ := newPDFAPI(t)
+	m := a.mustUpload("report.pdf", pdftest.Pages(100))
+	first := a.get("/public/medias/"+m.ID+"/text", "Accept-Encoding", "gzip")
+	for _, enc := range []string{"gzip", "gzip", "zstd", "identity", "br"} {
+		r := a.get("/public/medias/"+m.ID+"/text", "Accept-Encoding", enc)
+		if r.status != 200 {
+			t.Fatalf("text in %s: %d", enc, r.status)
+		}
+		if enc == "gzip" && string(r.body) != string(first.body) {
+			t.Errorf("the gzip text changed between GETs")
+		}
+	}
+	if n := a.renditions.TextLoads(); n != 1 {
+		t.Errorf("the text was read and rendered %d times for 6 GETs, want once", n)
+	}
+}
+
+// TestPDFTextBusy: texts are read and compressed a few at a time; a GET
+// that finds every text slot taken for Config.Wait is answered 503 with
+// Retry-After, even for a text already stored.
+func TestPDFTextBusy(t *testing.T) {
+	a, reader := newPDFAPIWith(t, rendition.Config{Concurrency: 1, Wait: 200 * time.Millisecond, TextCacheBytes: 1})
+	stored := a.mustUpload("stored.pdf", pdftest.Pages(3))
+	if r := a.get("/public/medias/" + stored.ID + "/text"); r.status != 200 {
+		t.Fatalf("first text: %d %s", r.status, r.body)
+	}
+	slow := a.mustUpload("slow.pdf", pdftest.Pages(4))
+	reader.gate, reader.entered = make(chan struct{}), make(chan struct{}, 1)
+	done := make(chan response, 1)
+	go func() { done <- a.get("/public/medias/" + slow.ID + "/text") }()
+	<-reader.entered
+	busy := a.get("/public/medias/" + stored.ID + "/text")
+	close(reader.gate)
+	busy.problem(t, http.StatusServiceUnavailable, "unavailable")
+	if busy.header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After: %v", busy.header)
+	}
+	if r := <-done; r.status != 200 {
+		t.Errorf("the slow text: %d, want 200", r.status)
 	}
 }
 

@@ -60,13 +60,18 @@ type Service struct {
 	group   singleflight.Group
 	now     func() time.Time
 	pdf     PDFReader // nil: PDFs get no cover and no text
+
+	textSlots chan struct{} // bounds the texts read and compressed at once
+	texts     *textCache
+	loads     textLoads
 }
 
 // NewService returns a Service; cfg's zero fields take their defaults.
 func NewService(cfg Config, blobs media.Blobs, records Records, imager Imager, log *slog.Logger) *Service {
 	cfg = cfg.WithDefaults()
 	return &Service{cfg: cfg, blobs: blobs, records: records, imager: imager, log: log,
-		slots: make(chan struct{}, cfg.Concurrency), now: time.Now}
+		slots: make(chan struct{}, cfg.Concurrency), now: time.Now,
+		textSlots: make(chan struct{}, cfg.Concurrency), texts: newTextCache(cfg.TextCacheBytes)}
 }
 
 // Config is the service's configuration, defaults applied.
@@ -167,11 +172,16 @@ func (s *Service) make(ctx context.Context, m media.Media, spec Spec, key string
 
 // acquire takes a rendition slot, waiting at most Config.Wait.
 func (s *Service) acquire(ctx context.Context) (func(), error) {
-	t := time.NewTimer(s.cfg.Wait)
+	return acquireSlot(ctx, s.slots, s.cfg)
+}
+
+// acquireSlot takes a place in slots, waiting at most cfg.Wait.
+func acquireSlot(ctx context.Context, slots chan struct{}, cfg Config) (func(), error) {
+	t := time.NewTimer(cfg.Wait)
 	defer t.Stop()
 	select {
-	case s.slots <- struct{}{}:
-		return func() { <-s.slots }, nil
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-t.C:
 		return nil, ErrBusy
 	case <-ctx.Done():
