@@ -18,6 +18,7 @@ import (
 type countingPDF struct {
 	*pdf.Reader
 	texts atomic.Int32
+	pages atomic.Int32 // PageSize and Cover runs
 	// gate, when set, holds every text extraction until it is closed;
 	// entered is told of each one held.
 	gate    chan struct{}
@@ -31,6 +32,16 @@ func (c *countingPDF) Text(ctx context.Context, path string) ([]byte, error) {
 		<-c.gate
 	}
 	return c.Reader.Text(ctx, path)
+}
+
+func (c *countingPDF) PageSize(ctx context.Context, path string) (float64, float64, error) {
+	c.pages.Add(1)
+	return c.Reader.PageSize(ctx, path)
+}
+
+func (c *countingPDF) Cover(ctx context.Context, path string, w, h int) ([]byte, error) {
+	c.pages.Add(1)
+	return c.Reader.Cover(ctx, path, w, h)
 }
 
 // newPDFAPI is newRenditionAPI reading PDFs with poppler-utils.
@@ -186,6 +197,27 @@ func TestPDFTextBusy(t *testing.T) {
 	}
 	if r := <-done; r.status != 200 {
 		t.Errorf("the slow text: %d, want 200", r.status)
+	}
+}
+
+// TestPDFFailuresRemembered: a PDF whose text or cover cannot be read is
+// answered 422 from memory afterwards, without running the tools again.
+func TestPDFFailuresRemembered(t *testing.T) {
+	a, reader := newPDFAPI(t)
+	m := a.mustUpload("locked.pdf", pdftest.Encrypted())
+	for range 3 {
+		a.get("/public/medias/"+m.ID+"/text").problem(t, http.StatusUnprocessableEntity, "text_not_readable")
+	}
+	if n := reader.texts.Load(); n != 1 {
+		t.Errorf("the unreadable text was extracted %d times for 3 GETs, want once", n)
+	}
+	a.get("/public/medias/"+m.ID+"/download?preset=thumb").problem(t, http.StatusUnprocessableEntity, "image_not_renderable")
+	runs := reader.pages.Load()
+	for range 2 {
+		a.get("/public/medias/"+m.ID+"/download?preset=thumb").problem(t, http.StatusUnprocessableEntity, "image_not_renderable")
+	}
+	if n := reader.pages.Load(); n != runs {
+		t.Errorf("the unreadable cover ran the PDF tools %d more times, want none", n-runs)
 	}
 }
 

@@ -64,14 +64,17 @@ type Service struct {
 	textSlots chan struct{} // bounds the texts read and compressed at once
 	texts     *textCache
 	loads     textLoads
+	failed    *failures // what could not be made, answered 422 from memory
 }
 
 // NewService returns a Service; cfg's zero fields take their defaults.
 func NewService(cfg Config, blobs media.Blobs, records Records, imager Imager, log *slog.Logger) *Service {
 	cfg = cfg.WithDefaults()
-	return &Service{cfg: cfg, blobs: blobs, records: records, imager: imager, log: log,
+	s := &Service{cfg: cfg, blobs: blobs, records: records, imager: imager, log: log,
 		slots: make(chan struct{}, cfg.Concurrency), now: time.Now,
 		textSlots: make(chan struct{}, cfg.Concurrency), texts: newTextCache(cfg.TextCacheBytes)}
+	s.failed = newFailures(func() time.Time { return s.now() })
+	return s
 }
 
 // Config is the service's configuration, defaults applied.
@@ -96,6 +99,9 @@ func (s *Service) Renders(mimeType string) bool {
 // arriving together make it once (in this process).
 func (s *Service) Get(ctx context.Context, m media.Media, spec Spec) (Result, error) {
 	key := Key(m.SHA256, spec)
+	if nr, ok := s.failed.get(key); ok {
+		return Result{}, nr
+	}
 	obj, info, err := s.blobs.OpenInfo(ctx, key)
 	if err == nil && info.Meta["sha256"] != "" {
 		return Result{Body: obj, Size: info.Size, ETag: `"` + info.Meta["sha256"] + `"`,
@@ -109,7 +115,9 @@ func (s *Service) Get(ctx context.Context, m media.Media, spec Spec) (Result, er
 	// The leader makes it detached from its own request, so that the
 	// others waiting for it do not fail if its client goes away.
 	ch := s.group.DoChan(key, func() (any, error) {
-		return s.make(context.WithoutCancel(ctx), m, spec, key)
+		mk, err := s.make(context.WithoutCancel(ctx), m, spec, key)
+		s.failed.record(key, err)
+		return mk, err
 	})
 	select {
 	case <-ctx.Done():
