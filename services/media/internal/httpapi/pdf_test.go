@@ -258,3 +258,43 @@ func TestHostilePDFUploads(t *testing.T) {
 		t.Errorf("an encrypted PDF's text: %q, want it to say encrypted", p.Detail)
 	}
 }
+
+// slowInspector is the real PDF reader, its inspections held a while and
+// the most run at once counted.
+type slowInspector struct {
+	*pdf.Reader
+	now, most atomic.Int32
+}
+
+func (s *slowInspector) Inspect(ctx context.Context, path string) (int, float64, float64, error) {
+	n := s.now.Add(1)
+	defer s.now.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(300 * time.Millisecond)
+	return s.Reader.Inspect(ctx, path)
+}
+
+// TestPDFUploadInspectionsBounded: uploads of PDFs arriving together are
+// read a few at a time, and all get their pages.
+func TestPDFUploadInspectionsBounded(t *testing.T) {
+	a, _ := newPDFAPI(t)
+	in := &slowInspector{Reader: pdf.NewReader(pdf.Config{Timeout: 20 * time.Second, CPU: 10 * time.Second})}
+	a.svc.WithPDF(in)
+	const n = 6
+	results := make(chan response, n)
+	for i := range n {
+		go func() { results <- a.upload(part{"file", "p.pdf", "application/pdf", pdftest.Pages(i + 1)}) }()
+	}
+	for range n {
+		r := <-results
+		var rec pdfRecord
+		r.json(t, &rec)
+		if r.status != http.StatusCreated || rec.PageCount == 0 {
+			t.Errorf("upload: %d %s, want 201 with its pages", r.status, r.body)
+		}
+	}
+	if m := in.most.Load(); m > media.InspectConcurrency {
+		t.Errorf("%d PDFs were read at once, want at most %d", m, media.InspectConcurrency)
+	}
+}
