@@ -18,15 +18,39 @@ import (
 type countingPDF struct {
 	*pdf.Reader
 	texts atomic.Int32
+	pages atomic.Int32 // PageSize and Cover runs
+	// gate, when set, holds every text extraction until it is closed;
+	// entered is told of each one held.
+	gate    chan struct{}
+	entered chan struct{}
 }
 
 func (c *countingPDF) Text(ctx context.Context, path string) ([]byte, error) {
 	c.texts.Add(1)
+	if c.gate != nil {
+		c.entered <- struct{}{}
+		<-c.gate
+	}
 	return c.Reader.Text(ctx, path)
+}
+
+func (c *countingPDF) PageSize(ctx context.Context, path string) (float64, float64, error) {
+	c.pages.Add(1)
+	return c.Reader.PageSize(ctx, path)
+}
+
+func (c *countingPDF) Cover(ctx context.Context, path string, w, h int) ([]byte, error) {
+	c.pages.Add(1)
+	return c.Reader.Cover(ctx, path, w, h)
 }
 
 // newPDFAPI is newRenditionAPI reading PDFs with poppler-utils.
 func newPDFAPI(t *testing.T) (*api, *countingPDF) {
+	t.Helper()
+	return newPDFAPIWith(t, rendition.Config{})
+}
+
+func newPDFAPIWith(t *testing.T, cfg rendition.Config) (*api, *countingPDF) {
 	t.Helper()
 	if err := pdf.Available(); err != nil {
 		t.Skip(err)
@@ -34,7 +58,7 @@ func newPDFAPI(t *testing.T) (*api, *countingPDF) {
 	a := newAPI(t, media.Config{})
 	r := &countingPDF{Reader: pdf.NewReader(pdf.Config{Timeout: 20 * time.Second, CPU: 10 * time.Second})}
 	a.svc.WithPDF(r)
-	a, _ = a.withRenditions(rendition.Config{})
+	a, _ = a.withRenditions(cfg)
 	a.renditions.WithPDF(r)
 	return a, r
 }
@@ -130,6 +154,73 @@ func TestPDFText(t *testing.T) {
 	}
 }
 
+// TestPDFTextServedFromMemory: a text is read from the store and
+// compressed once per encoding, then served from memory: the GETs after
+// the first do no decompression and no compression.
+func TestPDFTextServedFromMemory(t *testing.T) {
+	a, _ := newPDFAPI(t)
+	m := a.mustUpload("report.pdf", pdftest.Pages(100))
+	first := a.get("/public/medias/"+m.ID+"/text", "Accept-Encoding", "gzip")
+	for _, enc := range []string{"gzip", "gzip", "zstd", "identity", "br"} {
+		r := a.get("/public/medias/"+m.ID+"/text", "Accept-Encoding", enc)
+		if r.status != 200 {
+			t.Fatalf("text in %s: %d", enc, r.status)
+		}
+		if enc == "gzip" && string(r.body) != string(first.body) {
+			t.Errorf("the gzip text changed between GETs")
+		}
+	}
+	if n := a.renditions.TextLoads(); n != 1 {
+		t.Errorf("the text was read and rendered %d times for 6 GETs, want once", n)
+	}
+}
+
+// TestPDFTextBusy: texts are read and compressed a few at a time; a GET
+// that finds every text slot taken for Config.Wait is answered 503 with
+// Retry-After, even for a text already stored.
+func TestPDFTextBusy(t *testing.T) {
+	a, reader := newPDFAPIWith(t, rendition.Config{Concurrency: 1, Wait: 200 * time.Millisecond, TextCacheBytes: 1})
+	stored := a.mustUpload("stored.pdf", pdftest.Pages(3))
+	if r := a.get("/public/medias/" + stored.ID + "/text"); r.status != 200 {
+		t.Fatalf("first text: %d %s", r.status, r.body)
+	}
+	slow := a.mustUpload("slow.pdf", pdftest.Pages(4))
+	reader.gate, reader.entered = make(chan struct{}), make(chan struct{}, 1)
+	done := make(chan response, 1)
+	go func() { done <- a.get("/public/medias/" + slow.ID + "/text") }()
+	<-reader.entered
+	busy := a.get("/public/medias/" + stored.ID + "/text")
+	close(reader.gate)
+	busy.problem(t, http.StatusServiceUnavailable, "unavailable")
+	if busy.header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After: %v", busy.header)
+	}
+	if r := <-done; r.status != 200 {
+		t.Errorf("the slow text: %d, want 200", r.status)
+	}
+}
+
+// TestPDFFailuresRemembered: a PDF whose text or cover cannot be read is
+// answered 422 from memory afterwards, without running the tools again.
+func TestPDFFailuresRemembered(t *testing.T) {
+	a, reader := newPDFAPI(t)
+	m := a.mustUpload("locked.pdf", pdftest.Encrypted())
+	for range 3 {
+		a.get("/public/medias/"+m.ID+"/text").problem(t, http.StatusUnprocessableEntity, "text_not_readable")
+	}
+	if n := reader.texts.Load(); n != 1 {
+		t.Errorf("the unreadable text was extracted %d times for 3 GETs, want once", n)
+	}
+	a.get("/public/medias/"+m.ID+"/download?preset=thumb").problem(t, http.StatusUnprocessableEntity, "image_not_renderable")
+	runs := reader.pages.Load()
+	for range 2 {
+		a.get("/public/medias/"+m.ID+"/download?preset=thumb").problem(t, http.StatusUnprocessableEntity, "image_not_renderable")
+	}
+	if n := reader.pages.Load(); n != runs {
+		t.Errorf("the unreadable cover ran the PDF tools %d more times, want none", n-runs)
+	}
+}
+
 // TestHostilePDFUploads: PDFs that cannot be read are stored (they are the
 // editor's files) without a page count; their covers and text are clear
 // 422s, and the service answers on.
@@ -165,5 +256,45 @@ func TestHostilePDFUploads(t *testing.T) {
 	p := a.get("/public/medias/"+rec.ID+"/text").problem(t, http.StatusUnprocessableEntity, "text_not_readable")
 	if !strings.Contains(p.Detail, "encrypted") {
 		t.Errorf("an encrypted PDF's text: %q, want it to say encrypted", p.Detail)
+	}
+}
+
+// slowInspector is the real PDF reader, its inspections held a while and
+// the most run at once counted.
+type slowInspector struct {
+	*pdf.Reader
+	now, most atomic.Int32
+}
+
+func (s *slowInspector) Inspect(ctx context.Context, path string) (int, float64, float64, error) {
+	n := s.now.Add(1)
+	defer s.now.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(300 * time.Millisecond)
+	return s.Reader.Inspect(ctx, path)
+}
+
+// TestPDFUploadInspectionsBounded: uploads of PDFs arriving together are
+// read a few at a time, and all get their pages.
+func TestPDFUploadInspectionsBounded(t *testing.T) {
+	a, _ := newPDFAPI(t)
+	in := &slowInspector{Reader: pdf.NewReader(pdf.Config{Timeout: 20 * time.Second, CPU: 10 * time.Second})}
+	a.svc.WithPDF(in)
+	const n = 6
+	results := make(chan response, n)
+	for i := range n {
+		go func() { results <- a.upload(part{"file", "p.pdf", "application/pdf", pdftest.Pages(i + 1)}) }()
+	}
+	for range n {
+		r := <-results
+		var rec pdfRecord
+		r.json(t, &rec)
+		if r.status != http.StatusCreated || rec.PageCount == 0 {
+			t.Errorf("upload: %d %s, want 201 with its pages", r.status, r.body)
+		}
+	}
+	if m := in.most.Load(); m > media.InspectConcurrency {
+		t.Errorf("%d PDFs were read at once, want at most %d", m, media.InspectConcurrency)
 	}
 }

@@ -7,12 +7,9 @@ import (
 	"github.com/doclib/services/media/internal/rendition"
 )
 
-// textType is the Content-Type of a PDF's text.
-const textType = "text/plain; charset=utf-8"
-
 // text answers GET /public/medias/:id/text: the words of a PDF, for an
 // app's own search, extracted once and stored; compressed as the client
-// accepts (gzip, zstd, br), with a strong ETag (a digest of the text)
+// accepts (gzip, zstd, br: each made once and kept in memory), with a strong ETag (a digest of the text)
 // and 304 for it. It is revalidated (no-cache), not immutable: a later
 // version of the extractor may read more of a PDF.
 func (h *Handler) text(c *gin.Context) {
@@ -24,10 +21,10 @@ func (h *Handler) text(c *gin.Context) {
 		fail(c, rendition.ErrNoText)
 		return
 	}
-	t, err := h.renditions.Text(c, rec.m)
+	r, err := h.renditions.TextRendering(c, rec.m, c.GetHeader("Accept-Encoding"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	rendering.New(textType, t.Body).Serve(c.Writer, c.Request, rendering.Public)
+	r.Serve(c.Writer, c.Request, rendering.Public)
 }

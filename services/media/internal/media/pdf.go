@@ -10,8 +10,13 @@ import (
 // PDFType is the media type of PDF files.
 const PDFType = "application/pdf"
 
-// inspectTimeout bounds the reading of an uploaded PDF's page count.
+// inspectTimeout bounds the reading of an uploaded PDF's page count,
+// waiting for a slot included.
 const inspectTimeout = 15 * time.Second
+
+// InspectConcurrency is how many uploaded PDFs are read at once; more wait
+// for a slot (within inspectTimeout) or are stored uninspected.
+const InspectConcurrency = 2
 
 // spool is a temporary file an upload's bytes are copied to as they
 // stream, so that a PDF can be inspected once it is complete.
@@ -44,6 +49,13 @@ func (s *Service) inspectPDF(ctx context.Context, m *Media, sp *spool) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
+	select {
+	case s.inspecting <- struct{}{}:
+		defer func() { <-s.inspecting }()
+	case <-ctx.Done():
+		s.log.WarnContext(ctx, "too many PDFs being read: this one is stored without its pages", "media_id", m.ID)
+		return
+	}
 	pages, w, h, err := s.pdf.Inspect(ctx, sp.f.Name())
 	if err != nil {
 		s.log.InfoContext(ctx, "a PDF's pages could not be read", "media_id", m.ID, "error", err)

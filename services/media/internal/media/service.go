@@ -63,6 +63,8 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	pdf   PDFInspector // nil: PDFs get no page count
+	// inspecting bounds the PDFs read at once (InspectConcurrency).
+	inspecting chan struct{}
 }
 
 // WithPDF makes uploads of PDFs read their page count and first page's
@@ -84,7 +86,8 @@ func NewService(store Store, blobs Blobs, usage UsageChecker, cfg Config, log *s
 		cfg.MaxUploadTime = 30 * time.Minute
 	}
 	return &Service{
-		store: store, blobs: blobs, usage: usage, cfg: cfg, log: log,
+		inspecting: make(chan struct{}, InspectConcurrency),
+		store:      store, blobs: blobs, usage: usage, cfg: cfg, log: log,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) },
 	}
 }

@@ -32,6 +32,9 @@ type Config struct {
 	// made from (read whole into memory; the header is checked first).
 	MaxSourceBytes  int64
 	MaxSourcePixels int
+	// TextCacheBytes bounds the PDF texts kept rendered in memory (their
+	// identity bodies; compressed forms come on top, smaller).
+	TextCacheBytes int64
 }
 
 // Defaults of Config.
@@ -59,6 +62,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = DefaultConcurrency
+	}
+	if c.TextCacheBytes <= 0 {
+		c.TextCacheBytes = DefaultTextCacheBytes
 	}
 	if c.Wait <= 0 {
 		c.Wait = DefaultWait

@@ -129,11 +129,16 @@ func (s *Service) Text(ctx context.Context, m media.Media) (Text, error) {
 		return Text{}, ErrNoText
 	}
 	key := media.RenditionPrefix(m.SHA256) + textObject
+	if nr, ok := s.failed.get(key); ok {
+		return Text{}, nr
+	}
 	if t, err := s.storedText(ctx, key); err == nil || !errors.Is(err, media.ErrNotFound) {
 		return t, err
 	}
 	ch := s.group.DoChan(key, func() (any, error) {
-		return s.extract(context.WithoutCancel(ctx), m, key)
+		t, err := s.extract(context.WithoutCancel(ctx), m, key)
+		s.failed.record(key, err)
+		return t, err
 	})
 	select {
 	case <-ctx.Done():

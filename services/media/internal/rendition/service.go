@@ -60,13 +60,21 @@ type Service struct {
 	group   singleflight.Group
 	now     func() time.Time
 	pdf     PDFReader // nil: PDFs get no cover and no text
+
+	textSlots chan struct{} // bounds the texts read and compressed at once
+	texts     *textCache
+	loads     textLoads
+	failed    *failures // what could not be made, answered 422 from memory
 }
 
 // NewService returns a Service; cfg's zero fields take their defaults.
 func NewService(cfg Config, blobs media.Blobs, records Records, imager Imager, log *slog.Logger) *Service {
 	cfg = cfg.WithDefaults()
-	return &Service{cfg: cfg, blobs: blobs, records: records, imager: imager, log: log,
-		slots: make(chan struct{}, cfg.Concurrency), now: time.Now}
+	s := &Service{cfg: cfg, blobs: blobs, records: records, imager: imager, log: log,
+		slots: make(chan struct{}, cfg.Concurrency), now: time.Now,
+		textSlots: make(chan struct{}, cfg.Concurrency), texts: newTextCache(cfg.TextCacheBytes)}
+	s.failed = newFailures(func() time.Time { return s.now() })
+	return s
 }
 
 // Config is the service's configuration, defaults applied.
@@ -91,6 +99,9 @@ func (s *Service) Renders(mimeType string) bool {
 // arriving together make it once (in this process).
 func (s *Service) Get(ctx context.Context, m media.Media, spec Spec) (Result, error) {
 	key := Key(m.SHA256, spec)
+	if nr, ok := s.failed.get(key); ok {
+		return Result{}, nr
+	}
 	obj, info, err := s.blobs.OpenInfo(ctx, key)
 	if err == nil && info.Meta["sha256"] != "" {
 		return Result{Body: obj, Size: info.Size, ETag: `"` + info.Meta["sha256"] + `"`,
@@ -104,7 +115,9 @@ func (s *Service) Get(ctx context.Context, m media.Media, spec Spec) (Result, er
 	// The leader makes it detached from its own request, so that the
 	// others waiting for it do not fail if its client goes away.
 	ch := s.group.DoChan(key, func() (any, error) {
-		return s.make(context.WithoutCancel(ctx), m, spec, key)
+		mk, err := s.make(context.WithoutCancel(ctx), m, spec, key)
+		s.failed.record(key, err)
+		return mk, err
 	})
 	select {
 	case <-ctx.Done():
@@ -167,11 +180,16 @@ func (s *Service) make(ctx context.Context, m media.Media, spec Spec, key string
 
 // acquire takes a rendition slot, waiting at most Config.Wait.
 func (s *Service) acquire(ctx context.Context) (func(), error) {
-	t := time.NewTimer(s.cfg.Wait)
+	return acquireSlot(ctx, s.slots, s.cfg)
+}
+
+// acquireSlot takes a place in slots, waiting at most cfg.Wait.
+func acquireSlot(ctx context.Context, slots chan struct{}, cfg Config) (func(), error) {
+	t := time.NewTimer(cfg.Wait)
 	defer t.Stop()
 	select {
-	case s.slots <- struct{}{}:
-		return func() { <-s.slots }, nil
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-t.C:
 		return nil, ErrBusy
 	case <-ctx.Done():

@@ -27,6 +27,31 @@ import (
 // envLimits carries the limits to the re-executed binary: "as:cpu".
 const envLimits = "DOCLIB_SANDBOX_LIMITS"
 
+// prctl(2) and setrlimit(2) constants the syscall package does not name.
+const (
+	prSetNoNewPrivs = 38 // PR_SET_NO_NEW_PRIVS
+	rlimitNproc     = 6  // RLIMIT_NPROC
+)
+
+// toolEnv names the variables of the service's environment a tool is
+// given: where to find programs, the locale, the temporary directory and
+// fontconfig's. No other reaches it (the service's own, such as its
+// storage and database credentials, would be read by a compromised tool).
+var toolEnv = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "HOME",
+	"FONTCONFIG_FILE", "FONTCONFIG_PATH", "XDG_CACHE_HOME"}
+
+// environ is the tool's environment: the toolEnv variables set here and
+// the limits.
+func environ(limits string) []string {
+	env := []string{envLimits + "=" + limits}
+	for _, k := range toolEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // Limits bound one run.
 type Limits struct {
 	Memory  int64         // bytes of address space
@@ -72,6 +97,10 @@ func become(spec string, args []string) error {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
+	// No set-user-ID program the tool might run gains privileges.
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
+		return fmt.Errorf("prctl no_new_privs: %w", e)
+	}
 	for _, l := range []struct {
 		res int
 		max uint64
@@ -91,6 +120,13 @@ func become(spec string, args []string) error {
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, syscall.RLIMIT_AS, uintptr(unsafe.Pointer(&rlim)), 0, 0, 0); e != 0 {
 		return fmt.Errorf("setrlimit address space: %w", e)
 	}
+	// No process or thread may be started by the tool (the limit counts
+	// every process of the user, so it is 1 and any fork fails). Set here,
+	// last, as the Go runtime may start a thread of its own before.
+	// Ignored for root; a failure to set it is not fatal (it is a second
+	// line behind the others).
+	nproc := syscall.Rlimit{Cur: 1, Max: 1}
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, rlimitNproc, uintptr(unsafe.Pointer(&nproc)), 0, 0, 0)
 	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
 		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
 	return fmt.Errorf("exec %s: %w", path, e)
@@ -117,7 +153,7 @@ func Run(ctx context.Context, lim Limits, tool string, args ...string) ([]byte, 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, self, append([]string{tool}, args...)...)
 	cpu := int64((lim.CPU + time.Second - 1) / time.Second)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", envLimits, lim.Memory, max(cpu, 1)))
+	cmd.Env = environ(fmt.Sprintf("%d:%d", lim.Memory, max(cpu, 1)))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
