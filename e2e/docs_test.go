@@ -175,6 +175,11 @@ func TestDocsChartInstallCommand(t *testing.T) {
 // environment variables.
 var notSettings = map[string]string{
 	"LIBRARY_DLQ": "the dead-letter stream's name",
+	// The process environment media passes on to the PDF tools it runs,
+	// not settings of its own.
+	"LC_ALL": "passed to the PDF tools", "LC_CTYPE": "passed to the PDF tools",
+	"FONTCONFIG_FILE": "passed to the PDF tools", "FONTCONFIG_PATH": "passed to the PDF tools",
+	"XDG_CACHE_HOME": "passed to the PDF tools",
 }
 
 var settingName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)

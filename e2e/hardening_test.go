@@ -106,7 +106,7 @@ func TestHardeningInput(t *testing.T) {
 	})
 
 	t.Run("12 exact key names, no duplicate keys, no invisible-only names, no null sources", func(t *testing.T) {
-		expect(t, st.BO("POST", "/bo/tags-categories", `{"ID":"k1","NAME":"K1"}`), 422, "validation_failed", "id,name")
+		expect(t, st.BO("POST", "/bo/tags-categories", `{"ID":"k1","NAME":"K1"}`), 422, "validation_failed", "ID,NAME") // named as near misses of id and name
 		expect(t, st.BO("POST", "/bo/tags-categories", `{"id":"k2","name":"A","name":"B"}`), 400, "bad_request", "name")
 		expect(t, st.BO("POST", "/bo/tags-categories", `{"id":"k3","name":"\u200b\u200b"}`), 422, "validation_failed", "name")
 		expect(t, st.BO("POST", "/bo/documents", `{"type":"LINK","title":"\u200b \ufeff","url":"https://x.org"}`), 422, "validation_failed", "title")

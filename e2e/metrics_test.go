@@ -44,8 +44,8 @@ func TestMetrics(t *testing.T) {
 	want := map[string][]string{
 		"taxonomy": {
 			`http_server_request_duration_seconds_count{http_request_method="DELETE",http_response_status_code="204",http_route="/bo/tags/:id"} 1`,
-			`doclib_outbox_pending_events{collection="tags"}`,
-			`doclib_outbox_oldest_pending_event_timestamp_seconds{collection="tags"}`,
+			`doclib_outbox_pending_events{collection="outbox"}`,
+			`doclib_outbox_oldest_pending_event_timestamp_seconds{collection="outbox"}`,
 			`doclib_events_published_total{subject="library.taxonomy.tag.deleted"} 1`,
 		},
 		"catalog": {
@@ -57,7 +57,7 @@ func TestMetrics(t *testing.T) {
 			`doclib_events_dead_lettered_total{consumer="catalog-category-deleted"} 0`,
 		},
 		"media": {
-			`doclib_outbox_pending_events{collection="medias"}`,
+			`doclib_outbox_pending_events{collection="outbox"}`,
 			"go_goroutines ",
 		},
 		"gateway": {
