@@ -73,6 +73,15 @@ const (
 	// document taken back to draft (the editorial workflow).
 	DocumentPublished   = "library.catalog.document.published"
 	DocumentUnpublished = "library.catalog.document.unpublished"
+	// Every other change of a document: created (as a draft or published),
+	// its live version edited, a draft or pending changes saved, a
+	// publication or unpublication scheduled or unscheduled, restored from
+	// the trash (or an import or a revision's restore).
+	DocumentCreated    = "library.catalog.document.created"
+	DocumentUpdated    = "library.catalog.document.updated"
+	DocumentDraftSaved = "library.catalog.document.draft_saved"
+	DocumentScheduled  = "library.catalog.document.scheduled"
+	DocumentRestored   = "library.catalog.document.restored"
 )
 
 // Payloads.
@@ -107,6 +116,22 @@ type (
 		Version    int64  `json:"version"`
 	}
 )
+
+// DocumentData is the payload of every document event but deleted, purged,
+// published and unpublished, whose payloads above it extends field for
+// field. Seq is the change-sequence number the change committed with (the
+// order /public/sync and /bo/changes follow); Actor the subject of the
+// identity that made it ("" for the service's own jobs: a schedule due, a
+// deletion consumer); Public the document's public detail
+// (GET /public/documents/:id/detail) when the change left it public,
+// absent otherwise.
+type DocumentData struct {
+	DocumentID string          `json:"documentId"`
+	Version    int64           `json:"version"`
+	Seq        int64           `json:"seq"`
+	Actor      string          `json:"actor,omitempty"`
+	Public     json.RawMessage `json:"public,omitempty"`
+}
 
 // Envelope is a CloudEvents 1.0 event in its JSON form.
 type Envelope struct {
