@@ -14,7 +14,6 @@ import (
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/idempotency"
-	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
@@ -39,7 +38,6 @@ const service = "catalog"
 // revalidated (sync revalidates them itself, at most every second, while
 // clients sync).
 const (
-	releaseEvery    = 5 * time.Second // a dead writer's hold lasts holdTTL (30 s) and at most this longer
 	categoriesEvery = 10 * time.Second
 	// Revisions a writer that died did not store (document/editorial.go).
 	settleEvery = 5 * time.Second
@@ -59,6 +57,8 @@ type settings struct {
 	identityKey []byte // verifies the gateway's signature of the caller on /bo
 	// idempotencyRetention is how long an Idempotency-Key is kept.
 	idempotencyRetention time.Duration
+	// idempotencyDatabase holds the keys of every service.
+	idempotencyDatabase string
 	taxonomyURL          *url.URL
 	mediaURL             *url.URL
 	// trashRetention: documents deleted longer ago are purged; 0 keeps
@@ -81,6 +81,7 @@ func load(env *config.Env) (settings, error) {
 		database:             env.String("MONGODB_DATABASE", "catalog"),
 		natsURL:              env.Required("NATS_URL"),
 		idempotencyRetention: idempotency.LoadRetention(env),
+		idempotencyDatabase:  idempotency.LoadDatabase(env),
 		identityKey:          proof.LoadKey(env),
 		taxonomyURL:          env.URL("TAXONOMY_URL", ""),
 		mediaURL:             env.URL("MEDIA_URL", ""),
@@ -132,14 +133,8 @@ func run(ctx context.Context) error {
 	}
 	defer bus.Close()
 
-	// A purge stores its event in the document's tombstone; once the relay
-	// has published it, the tombstone can go.
-	cfg.relay.AfterPublish = func(ctx context.Context) error {
-		_, err := store.Sweep(ctx)
-		return err
-	}
-	relay := outbox.NewRelay(events.NewPublisher(bus.JS, log), log, cfg.relay, store.Documents())
-	stopRelay := relay.Start()
+	// Events leave as soon as the transaction that recorded them commits.
+	stopRelay := store.Outbox().Start(events.NewPublisher(bus.JS, log), cfg.relay)
 	defer stopRelay()
 
 	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
@@ -162,14 +157,6 @@ func run(ctx context.Context) error {
 		return consumers.Start(ctx, bus.JS, svc, lib.Put, log)
 	})
 
-	stopReleasing := periodic.Start(ctx, log, "releasing stale holds", releaseEvery, func(ctx context.Context) error {
-		n, err := store.ReleaseStale(ctx)
-		if n > 0 {
-			log.WarnContext(ctx, "holds of writers that died were released", "documents", n)
-		}
-		return err
-	})
-	defer stopReleasing()
 	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
 	defer stopCategories()
 	stopSettling := periodic.Start(ctx, log, "storing revisions left unstored", settleEvery, func(ctx context.Context) error {
@@ -181,9 +168,6 @@ func run(ctx context.Context) error {
 	stopSchedule := periodic.Start(ctx, log, "applying scheduled publications", scheduleEvery, func(ctx context.Context) error {
 		changed, err := svc.RunSchedule(ctx, time.Now(), 100)
 		lib.Put(changed...)
-		if len(changed) > 0 {
-			relay.Nudge()
-		}
 		return err
 	})
 	defer stopSchedule()
@@ -194,8 +178,12 @@ func run(ctx context.Context) error {
 			n, err := svc.PurgeTrash(ctx, time.Now().Add(-cfg.trashRetention), 100)
 			if n > 0 {
 				log.InfoContext(ctx, "documents deleted longer ago than the trash retention were purged", "documents", n)
-				relay.Nudge()
 			}
+			if err != nil {
+				return err
+			}
+			// The tombstones go at once: the horizon moves with them.
+			_, err = store.Sweep(ctx)
 			return err
 		})
 		defer stopPurging()
@@ -207,12 +195,17 @@ func run(ctx context.Context) error {
 	engine := httpx.NewEngine(service, log)
 	// Before every route: /bo answers only requests the gateway signed.
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey), httpapi.Safe))
-	// A POST with an Idempotency-Key runs once; its keys live in this
-	// service's database, shared by its replicas.
-	engine.Use(httpx.Unless(httpapi.Safe, idemstore.Middleware(ctx, db.Database(cfg.database), log, cfg.idempotencyRetention, nil)))
+	// A POST with an Idempotency-Key runs once: its answer commits with
+	// its change.
+	keys := idempotency.NewKeys(db, cfg.idempotencyDatabase, idempotency.KeysConfig{
+		Retention: cfg.idempotencyRetention, Log: log, Recheck: httpapi.CreatedDeleted(svc.Get)})
+	if err := keys.EnsureIndexes(ctx); err != nil {
+		return mongox.IndexError(err)
+	}
+	engine.Use(httpx.Unless(httpapi.Safe, keys.Middleware()))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
-	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL, OnDeleted: relay.Nudge}).Register(engine)
+	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL}).Register(engine)
 
 	err = httpx.Serve(ctx, log, cfg.server, bound(engine), health)
 	// In-flight requests are done: stop taking events.

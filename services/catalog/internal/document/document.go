@@ -248,19 +248,6 @@ type Store interface {
 	// Create stores a new document under id, made by fn from a zero
 	// Document carrying only the id.
 	Create(ctx context.Context, id string, adds Refs, fn func(*Document) error) (Document, error)
-	// CreateKeyed is Create with key stored on the document from its
-	// first write (the placeholder) on: ErrKeyTaken, writing nothing, when
-	// another document holds key.ID.
-	CreateKeyed(ctx context.Context, id string, key Key, adds Refs, fn func(*Document) error) (Document, error)
-	// Keyed returns the document holding the key keyID, deleted or
-	// purged (its tombstone) or not, with its Key, and whether it is a
-	// placeholder still (its create never committed); ErrNotFound if none
-	// does. A purged document's tombstone is kept while its key lives.
-	Keyed(ctx context.Context, keyID string) (d Document, key Key, creating bool, err error)
-	// DropKey takes the key keyID from the document holding it if the key
-	// expired at or before now, and the document is still at seq with no
-	// write under way (so it cannot undo a write committed meanwhile).
-	DropKey(ctx context.Context, keyID string, seq int64, now time.Time) error
 	// Update changes the document id with fn; ErrNotFound if there is none.
 	// fn returning ErrUnchanged leaves it as it is.
 	Update(ctx context.Context, id string, adds Refs, fn func(*Document) error) (Document, error)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/doclib/libs/events"
-	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/identity"
 )
 
@@ -65,9 +64,7 @@ func (s *Service) check(ctx context.Context, in Input, self string, stored []str
 	return d, sc, nil
 }
 
-// Create validates in and stores a new document. Under an
-// Idempotency-Key (a claim in ctx no write took yet) the key is stored
-// with it (keyed.go).
+// Create validates in and stores a new document.
 func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 	draft := drafting(in, nil)
 	if _, errs := validate(ctx, in); len(errs) > 0 {
@@ -77,9 +74,6 @@ func (s *Service) Create(ctx context.Context, in Input) (Document, error) {
 		return Document{}, err
 	}
 	fn := s.write(ctx, WhyCreate, s.creating(ctx, in, draft))
-	if c, ok := idempotency.TakeClaim(ctx); ok {
-		return s.createKeyed(ctx, c, in.adds(), fn)
-	}
 	return s.store.Create(ctx, NewID(), in.adds(), fn)
 }
 

@@ -6,10 +6,12 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -325,9 +327,6 @@ func fail(c *gin.Context, err error) {
 		if p := editorialProblem(err, id); p != nil {
 			return p
 		}
-		if p := keyProblem(c, err); p != nil {
-			return p
-		}
 		var unavailable *document.UnavailableError
 		switch {
 		case errors.Is(err, document.ErrNotFound):
@@ -358,27 +357,26 @@ func fail(c *gin.Context, err error) {
 	})
 }
 
-// keyProblem is the problem of a create whose Idempotency-Key made a
-// document before (keyed.go), nil for another err. Its 4xx answers are
-// not kept as the key's outcome (Claim.Forget): they say what the key's
-// document is now, or that the key was the first request's.
-func keyProblem(c *gin.Context, err error) *problem.Problem {
-	var deleted *document.KeyDeletedError
-	switch {
-	case errors.Is(err, document.ErrKeyReused):
-		idempotency.Forget(c)
-		return idempotency.Reused()
-	case errors.As(err, &deleted):
-		idempotency.Forget(c)
+// CreatedDeleted is the Idempotency-Key recheck of a create retried after
+// an unknown outcome: when the document its first attempt made was
+// deleted since (in the trash, or purged), the retry is told so rather
+// than answered the document as made.
+func CreatedDeleted(get func(ctx context.Context, id string) (document.Document, error)) func(context.Context, idempotency.Answer) *problem.Problem {
+	return func(ctx context.Context, first idempotency.Answer) *problem.Problem {
+		id, ok := strings.CutPrefix(first.Header.Get("Location"), "/bo/documents/")
+		id = strings.TrimSuffix(id, "/detail")
+		if first.Status != http.StatusCreated || !ok {
+			return nil
+		}
+		d, err := get(ctx, id)
 		where := "it is in the trash: restore it to have it back"
-		if deleted.Purged {
+		switch {
+		case errors.Is(err, document.ErrNotFound):
 			where = "it was purged from the trash"
+		case err != nil || !d.IsDeleted:
+			return nil
 		}
 		return problem.Conflict("created_document_deleted", fmt.Sprintf(
-			"an earlier attempt of this request created document '%s', deleted since (%s); it is not created again: send a new Idempotency-Key for a new document", deleted.ID, where))
-	case errors.Is(err, document.ErrKeyPending):
-		return problem.New(http.StatusServiceUnavailable, "outcome_unknown",
-			"a request with this Idempotency-Key is still being written, or its outcome is not known yet; send it again shortly").With("Retry-After", "5")
+			"an earlier attempt of this request created document '%s', deleted since (%s); it is not created again: send a new Idempotency-Key for a new document", id, where))
 	}
-	return nil
 }

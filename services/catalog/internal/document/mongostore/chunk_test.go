@@ -18,7 +18,7 @@ func TestATagDropOfManyDocumentsIsChunked(t *testing.T) {
 	for i := range n {
 		g.ids = append(g.ids, fmt.Sprintf("%022d", i)) // the size of a document id
 	}
-	models := g.models("token", 7)
+	models := g.models(7)
 	if want := (n + idChunk - 1) / idChunk; len(models) != want {
 		t.Fatalf("%d statements for %d documents, want %d of at most %d", len(models), n, want, idChunk)
 	}

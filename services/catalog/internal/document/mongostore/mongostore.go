@@ -1,56 +1,37 @@
 // Package mongostore keeps the catalog's documents in MongoDB (collection
-// documents) and the change sequence's counter (collection meta). bson
-// shapes live only here.
+// documents), the change sequence's counter (collection meta), the
+// revisions and the outbox. bson shapes live only here.
 //
-// # One write path, and a sequence no reader can skip
+// # One write path: read, decide, then one transaction
 //
-// Every write (Create, Update, UpdateEach) goes through the same steps,
-// each a single-document write, so it needs nothing but MongoDB's
-// single-document atomicity:
+// Every write (Create, Update, UpdateEach, UpdateNaming) reads the
+// documents, runs its closure on them outside any transaction (the rules,
+// and any lookups in other services: no document is held across such a
+// call), then commits in one transaction that checks the documents are
+// still as read, takes the next number of the counter, and writes the
+// documents, numbered, with their events (the outbox). If a document
+// changed meanwhile nothing is written and the write runs again.
 //
-//  1. hold: set pending {token, c0, at, tags, media} on the document, only
-//     if no other write holds it (or the other's hold is older than
-//     holdTTL: its writer died). c0 is a number the counter had already
-//     reached; tags and media are the references the write may add. A
-//     create inserts the document with seq 0 and its hold.
-//  2. read the held document and run the closure on it (the rules, and any
-//     lookups in other services).
-//  3. take the next number s of the counter (meta {_id: "seq"}, $inc).
-//  4. commit: set the new fields and seq s, unset pending, and add the
-//     write's events to the outbox, in one update filtered on the hold's
-//     token. If the hold was taken over meanwhile, nothing is written and
-//     the write starts again from 1.
+// # A sequence no reader can skip
 //
-// A reader that wants every change up to a point computes the stable point
-// (Stable): c = the counter, then P = the smallest c0 of any hold; stable =
-// min(c, P). Every write with seq <= stable is visible to reads made after
-// that: its increment came before c was read, so its hold came before too;
-// when P was read it was either still held (then P <= c0 < seq, which
-// contradicts seq <= stable), committed, or abandoned (it changed
-// nothing). A write held after P was read takes its number after c was
-// read, so its seq is above the stable point. Documents read by seq above
-// a previous stable point therefore never miss a change: the replicas'
-// memory and the sync cursor rest on that.
-//
-// What is here for MongoDB's own races, not for the test database: the
-// hold (two writers never interleave, and a deletion in another service
-// sees the references a write is about to add: see document/refs.go), the
-// token check on commit (a hold taken over by a sweep or another writer),
-// and the stable point (the counter's increment and the commit are two
-// writes).
+// The counter's increment commits with the write it numbers, and two
+// writes both increment the one counter document, so on MongoDB they
+// conflict and one waits for, or retries after, the other: numbers are
+// handed out in commit order. A reader that has seen the counter at n
+// therefore sees every write numbered up to n: the counter is the stable
+// point (Stable), on which the replicas' memory and the sync cursor rest.
 package mongostore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -59,7 +40,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/doclib/libs/events"
-	idemstore "github.com/doclib/libs/idempotency/mongostore"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/catalog/internal/document"
@@ -68,28 +48,16 @@ import (
 // Source is the CloudEvents source of the catalog's events.
 const Source = "/catalog"
 
-// holdTTL is how long a write may hold a document before another write (or
-// ReleaseStale) may take the hold over: longer than the slowest closure
-// (two lookups of at most 5 s each). A writer whose hold was taken over
-// finds out at commit, and starts again.
-const holdTTL = 30 * time.Second
-
-// busyWait bounds how long a write waits for documents another write
-// holds, before it gives up with document.ErrConflict.
-const busyWait = 15 * time.Second
-
 // Store implements document.Store.
 type Store struct {
 	docs *mongo.Collection
 	meta *mongo.Collection
 	revs *mongo.Collection // revisions.go
-	log  *slog.Logger
-	now  func() time.Time
-	// seen is the highest counter value this process has read: a number
-	// the counter had already reached, for the c0 of a hold.
-	seen atomic.Int64
-	// keys takes expired Idempotency-Keys off (dropExpiredKeys).
-	keys idemstore.KeySweep
+	ob   *outbox.Outbox
+	// client runs the transactions.
+	client *mongo.Client
+	log    *slog.Logger
+	now    func() time.Time
 }
 
 var _ document.Store = (*Store)(nil)
@@ -97,21 +65,21 @@ var _ document.Store = (*Store)(nil)
 // New returns a Store on db. Call EnsureIndexes once at start-up.
 //
 // Every read goes to the primary, whatever MONGODB_URI says
-// (readPreference=secondaryPreferred, say, to spread reads): a write reads
-// its own hold back, and the stable point is sound only over reads that
-// see every write acknowledged before them, which a lagging secondary
-// does not.
+// (readPreference=secondaryPreferred, say, to spread reads): the stable
+// point is sound only over reads that see every write acknowledged before
+// them, which a lagging secondary does not.
 func New(db *mongo.Database, log *slog.Logger) *Store {
 	primary := options.Collection().SetReadPreference(readpref.Primary())
-	s := &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary),
-		revs: db.Collection("revisions", primary), log: log,
+	return &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary),
+		revs: db.Collection("revisions", primary), ob: outbox.New(db, log), client: db.Client(), log: log,
 		now: func() time.Time { return time.Now().UTC() }}
-	s.keys.Every = keySweepEvery
-	return s
 }
 
-// Documents is the collection, for the outbox relay.
+// Documents is the documents' collection (tests).
 func (s *Store) Documents() *mongo.Collection { return s.docs }
+
+// Outbox is the catalog's outbox, whose relay main starts.
+func (s *Store) Outbox() *outbox.Outbox { return s.ob }
 
 // The _ids in meta of the counter, and of the horizon: the highest
 // DeletedSeq of a purged document gone for good (sync cursors below it are
@@ -127,7 +95,6 @@ const (
 func (s *Store) EnsureIndexes(ctx context.Context) error {
 	if err := mongox.EnsureIndexes(ctx, s.docs,
 		mongox.Index("seq", false, "seq", "_id"),
-		mongox.Index("held", false, "held"),
 		mongox.Index("createdAt", false, "createdAt"),
 		mongox.Index("tagsIds", false, "tagsIds"),
 		mongox.Index("fileId", false, "file.id"),
@@ -135,13 +102,11 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		mongox.Index("relatedIds", false, "relatedIds"),
 		mongox.Index("trash", false, "isDeleted", "deletedAt"),
 		mongox.Index("purgedAt", false, "purgedAt"),
-		mongox.Index("outbox", false, outbox.CountField),
 		mongox.Index("scheduled", false, "scheduled"),
 		mongox.Index("revPending", false, "revPending"),
 		mongox.Index("draftTagsIds", false, "draft.tagsIds"),
 		mongox.Index("draftFileId", false, "draft.file.id"),
 		mongox.Index("draftImagesIds", false, "draft.imagesIds"),
-		idemstore.KeyIndex(), idemstore.ExpiryIndex(),
 	); err != nil {
 		return err
 	}
@@ -153,19 +118,28 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 			return fmt.Errorf("sequence %s: %w", id, err)
 		}
 	}
-	if _, err := s.Counter(ctx); err != nil {
+	if err := s.ob.EnsureIndexes(ctx); err != nil {
+		return err
+	}
+	if _, err := s.ob.MoveLegacy(ctx, s.client, s.docs); err != nil {
+		return err
+	}
+	// Creates left half-made by the former write path (held placeholders).
+	if _, err := s.docs.DeleteMany(ctx, bson.M{"seq": int64(0)}); err != nil {
 		return err
 	}
 	n, err := s.docs.CountDocuments(ctx, bson.M{"seq": absent})
 	if err != nil || n == 0 {
 		return err
 	}
-	seq, err := s.next(ctx)
-	if err != nil {
+	return mongox.InTx(ctx, s.client, func(ctx context.Context) error {
+		seq, err := s.next(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = s.docs.UpdateMany(ctx, bson.M{"seq": absent}, bson.M{"$set": bson.M{"seq": seq}})
 		return err
-	}
-	_, err = s.docs.UpdateMany(ctx, bson.M{"seq": absent}, bson.M{"$set": bson.M{"seq": seq}})
-	return err
+	})
 }
 
 var absent = bson.M{"$exists": false}
@@ -178,14 +152,6 @@ type fileDoc struct {
 type tagSinceDoc struct {
 	ID string    `bson:"id"`
 	At time.Time `bson:"at"`
-}
-
-type holdDoc struct {
-	Token string    `bson:"token"`
-	C0    int64     `bson:"c0"`
-	At    time.Time `bson:"at"`
-	Tags  []string  `bson:"tags"`
-	Media []string  `bson:"media"`
 }
 
 type doc struct {
@@ -210,16 +176,8 @@ type doc struct {
 	DeletedBy string        `bson:"deletedBy,omitempty"`
 	DeletedSq int64         `bson:"deletedSeq,omitempty"`
 	PurgedAt  *time.Time    `bson:"purgedAt,omitempty"`
-	Pending   *holdDoc      `bson:"pending,omitempty"`
-	Held      bool          `bson:"held,omitempty"` // with pending: an equality the test database can index
-	Editorial editorialDoc  `bson:",inline"`        // revisions.go
+	Editorial editorialDoc  `bson:",inline"` // revisions.go
 }
-
-// optional are the fields a document may lack; a commit unsets the ones
-// the new state does not have (and refsAt, kept by earlier versions).
-var optional = []string{"url", "tagSince", "relatedIds", "content", "sources", "imagesIds", "file", "deletedAt",
-	"createdBy", "updatedBy", "deletedBy", "deletedSeq", "purgedAt", "refsAt",
-	"version", "change", "revPending", "status", "draft", "publishedAt", "publishAt", "unpublishAt", "scheduled"}
 
 func toDoc(d document.Document) doc {
 	out := doc{
@@ -285,15 +243,10 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// withoutOutbox leaves the pending events out of reads.
-var withoutOutbox = bson.M{outbox.Field: 0}
-
-// Get implements document.Store. A document being created (seq 0) does
-// not exist yet, and a purged one no longer does.
+// Get implements document.Store. A purged document no longer exists.
 func (s *Store) Get(ctx context.Context, id string) (document.Document, error) {
 	var d doc
-	err := s.docs.FindOne(ctx, bson.M{"_id": id, "seq": bson.M{"$gt": 0}, "purgedAt": absent},
-		options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
+	err := s.docs.FindOne(ctx, bson.M{"_id": id, "purgedAt": absent}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return document.Document{}, document.ErrNotFound
 	}
@@ -321,30 +274,23 @@ func (s *Store) find(ctx context.Context, filter any, opts *options.FindOptionsB
 
 // Naming implements document.Store.
 func (s *Store) Naming(ctx context.Context, refs document.Refs) ([]string, error) {
-	or := namingFilter(refs, true)
+	or := namingFilter(refs)
 	if len(or) == 0 {
 		return nil, nil
 	}
 	return s.ids(ctx, bson.M{"$or": or})
 }
 
-// namingFilter is the $or of documents naming refs; with pending, also of
-// documents held by a write that may make them name refs.
-func namingFilter(refs document.Refs, pending bool) bson.A {
+// namingFilter is the $or of documents naming refs.
+func namingFilter(refs document.Refs) bson.A {
 	var or bson.A
 	if len(refs.Tags) > 0 {
 		// A draft's tags are the document's own (pending changes): always named.
 		or = append(or, bson.M{"tagsIds": bson.M{"$in": refs.Tags}}, bson.M{"draft.tagsIds": bson.M{"$in": refs.Tags}})
-		if pending {
-			or = append(or, bson.M{"pending.tags": bson.M{"$in": refs.Tags}})
-		}
 	}
 	if len(refs.Media) > 0 {
 		or = append(or, bson.M{"file.id": bson.M{"$in": refs.Media}}, bson.M{"imagesIds": bson.M{"$in": refs.Media}},
 			bson.M{"draft.file.id": bson.M{"$in": refs.Media}}, bson.M{"draft.imagesIds": bson.M{"$in": refs.Media}})
-		if pending {
-			or = append(or, bson.M{"pending.media": bson.M{"$in": refs.Media}})
-		}
 	}
 	return or
 }
@@ -357,16 +303,11 @@ func (s *Store) Pinning(ctx context.Context, ids []string) ([]string, error) {
 	return s.ids(ctx, bson.M{"$or": bson.A{bson.M{"relatedIds": bson.M{"$in": ids}}, bson.M{"draft.relatedIds": bson.M{"$in": ids}}}})
 }
 
-// MediaUsers implements document.Store: live documents using the media,
-// and held ones that use it or may (a held document in the trash may be
-// being restored).
+// MediaUsers implements document.Store: live documents using the media.
 func (s *Store) MediaUsers(ctx context.Context, mediaID string) ([]string, error) {
 	uses := bson.A{bson.M{"file.id": mediaID}, bson.M{"imagesIds": mediaID},
 		bson.M{"draft.file.id": mediaID}, bson.M{"draft.imagesIds": mediaID}} // pending changes use it too
-	return s.ids(ctx, bson.M{"$or": bson.A{
-		bson.M{"isDeleted": false, "seq": bson.M{"$gt": 0}, "$or": uses},
-		bson.M{"held": true, "$or": append(uses, bson.M{"pending.media": mediaID})},
-	}})
+	return s.ids(ctx, bson.M{"isDeleted": false, "$or": uses})
 }
 
 func (s *Store) ids(ctx context.Context, filter bson.M) ([]string, error) {
@@ -392,13 +333,7 @@ func decodeIDs(ctx context.Context, cur *mongo.Cursor) ([]string, error) {
 }
 
 // Counter returns the sequence counter: the highest seq handed out.
-func (s *Store) Counter(ctx context.Context) (int64, error) {
-	n, err := s.metaValue(ctx, counterID)
-	if err == nil {
-		s.saw(n)
-	}
-	return n, err
-}
+func (s *Store) Counter(ctx context.Context) (int64, error) { return s.metaValue(ctx, counterID) }
 
 // Horizon returns the highest DeletedSeq of the purged documents that are
 // gone for good: a sync cursor below it may have missed one's removal.
@@ -432,524 +367,329 @@ func (s *Store) Trashed(ctx context.Context, before time.Time, limit int) ([]str
 	return decodeIDs(ctx, cur)
 }
 
-// Sweep removes for good the tombstones of purged documents (whose
-// Idempotency-Key, if any, expired) whose
-// event is published: it first raises the horizon to their DeletedSeq
-// (and moves the counter, so that replicas read it), then deletes them, so
-// a sync cursor that could miss their removal is expired before they are
-// gone. It returns how many it removed;
-// idempotent and safe on several replicas (the relay runs it after
-// publishing).
+// Sweep removes for good the tombstones of purged documents, in one
+// transaction: it raises the horizon to their DeletedSeq and moves the
+// counter (so that replicas read the new horizon), deletes their
+// revisions, then them, so a sync cursor that could miss their removal is
+// expired when they are gone. It returns how many it removed.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	// A tombstone whose Idempotency-Key lives stays: the key's retry must
-	// find it, not create the document again (keyed.go).
-	published := bson.M{"purgedAt": bson.M{"$exists": true}, "$and": bson.A{
-		bson.M{"$or": bson.A{bson.M{outbox.CountField: absent}, bson.M{outbox.CountField: 0}}},
-		idemstore.Unstamped(time.Now()),
-	}}
-	cur, err := s.docs.Find(ctx, published, options.Find().SetProjection(bson.M{"_id": 1, "deletedSeq": 1}).SetLimit(500))
+	cur, err := s.docs.Find(ctx, bson.M{"purgedAt": bson.M{"$exists": true}},
+		options.Find().SetProjection(bson.M{"_id": 1, "deletedSeq": 1}).SetLimit(500))
 	if err != nil {
 		return 0, err
 	}
 	var stubs []doc
-	if err := cur.All(ctx, &stubs); err != nil {
+	if err := cur.All(ctx, &stubs); err != nil || len(stubs) == 0 {
 		return 0, err
-	}
-	if len(stubs) == 0 {
-		return 0, nil
 	}
 	ids := make([]string, len(stubs))
 	var horizon int64
 	for i, d := range stubs {
 		ids[i], horizon = d.ID, max(horizon, d.DeletedSq)
 	}
-	if _, err := s.meta.UpdateOne(ctx, bson.M{"_id": horizonID, "n": bson.M{"$lt": horizon}}, bson.M{"$set": bson.M{"n": horizon}}); err != nil {
-		return 0, err
-	}
-	// A number of the counter that names no document: replicas, which look
-	// again when the counter moves, read the new horizon. Moved even when
-	// the horizon was already as high: a sweep that raised it and stopped
-	// before this step (MongoDB gone between the two writes, a killed
-	// process) left replicas on the old one until the next write, refusing
-	// the cursors of replicas that had read the new one.
-	if _, err := s.next(ctx); err != nil {
-		return 0, err
-	}
-	// Their revisions go with them, before the tombstones (which a crash
-	// between leaves for the next sweep).
-	if _, err := s.revs.DeleteMany(ctx, bson.M{"documentId": bson.M{"$in": ids}}); err != nil {
-		return 0, err
-	}
-	published["_id"] = bson.M{"$in": ids}
-	res, err := s.docs.DeleteMany(ctx, published)
-	if err != nil {
-		return 0, err
-	}
-	return int(res.DeletedCount), nil
+	var removed int
+	err = mongox.InTx(ctx, s.client, func(ctx context.Context) error {
+		if _, err := s.meta.UpdateOne(ctx, bson.M{"_id": horizonID, "n": bson.M{"$lt": horizon}}, bson.M{"$set": bson.M{"n": horizon}}); err != nil {
+			return err
+		}
+		if _, err := s.next(ctx); err != nil {
+			return err
+		}
+		if _, err := s.revs.DeleteMany(ctx, bson.M{"documentId": bson.M{"$in": ids}}); err != nil {
+			return err
+		}
+		res, err := s.docs.DeleteMany(ctx, bson.M{"_id": bson.M{"$in": ids}, "purgedAt": bson.M{"$exists": true}})
+		if err != nil {
+			return err
+		}
+		removed = int(res.DeletedCount)
+		return nil
+	})
+	return removed, err
 }
 
-// Stable returns the stable point of the sequence (see the package
-// comment): every write with a seq up to it is visible to reads made after
-// this call. It can be below an earlier answer (a hold with an old c0);
-// callers keep the highest they have seen.
-func (s *Store) Stable(ctx context.Context) (int64, error) {
-	c, err := s.Counter(ctx)
-	if err != nil {
-		return 0, err
-	}
-	cur, err := s.docs.Find(ctx, bson.M{"held": true}, options.Find().SetProjection(bson.M{"pending.c0": 1}))
-	if err != nil {
-		return 0, err
-	}
-	var held []doc
-	if err := cur.All(ctx, &held); err != nil {
-		return 0, err
-	}
-	stable := c
-	for _, h := range held {
-		if h.Pending != nil {
-			stable = min(stable, h.Pending.C0)
-		}
-	}
-	return stable, nil
-}
+// Stable returns a point of the sequence up to which every write is
+// visible to reads made after this call: the counter itself, as its
+// increment commits with the write it numbers (package comment).
+func (s *Store) Stable(ctx context.Context) (int64, error) { return s.Counter(ctx) }
 
 // Changes returns up to limit documents after the position (seq, id), in
 // (seq, _id) order: the documents as they are now, deleted ones included.
-// Read after Stable, they hold every change up to the stable point. Writes
-// of many documents at once share a seq, hence the id in the position; an
-// empty id means every document at seq was read.
+// Read after Stable, they hold every change up to it. Writes of many
+// documents at once share a seq, hence the id in the position; an empty
+// id means every document at seq was read.
 func (s *Store) Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error) {
 	filter := bson.M{"seq": bson.M{"$gt": afterSeq}}
 	if afterID != "" {
 		filter = bson.M{"$or": bson.A{filter, bson.M{"seq": afterSeq, "_id": bson.M{"$gt": afterID}}}}
 	}
 	return s.find(ctx, filter, options.Find().
-		SetProjection(withoutOutbox).
 		SetSort(bson.D{{Key: "seq", Value: 1}, {Key: "_id", Value: 1}}).
 		SetLimit(int64(limit)))
 }
 
-func (s *Store) saw(n int64) {
-	for {
-		cur := s.seen.Load()
-		if n <= cur || s.seen.CompareAndSwap(cur, n) {
-			return
-		}
-	}
-}
-
-// next takes the next number of the counter.
+// next takes the next number of the counter, in the transaction of ctx.
 func (s *Store) next(ctx context.Context) (int64, error) {
 	var m struct {
 		N int64 `bson:"n"`
 	}
 	err := s.meta.FindOneAndUpdate(ctx, bson.M{"_id": counterID}, bson.M{"$inc": bson.M{"n": int64(1)}},
-		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&m)
+		options.FindOneAndUpdate().SetReturnDocument(options.After).SetUpsert(true)).Decode(&m)
 	if err != nil {
 		return 0, fmt.Errorf("sequence counter: %w", err)
 	}
-	s.saw(m.N)
 	return m.N, nil
 }
 
-// hold returns the pending field of a new hold.
-func (s *Store) hold(adds document.Refs) holdDoc {
-	return holdDoc{Token: newToken(), C0: s.seen.Load(), At: s.now(), Tags: orEmpty(adds.Tags), Media: orEmpty(adds.Media)}
-}
+// retryFor bounds how long a write runs its closure again because the
+// documents it read changed before its transaction (other writes of the
+// same documents committed first), before it gives up with
+// document.ErrConflict.
+const retryFor = 15 * time.Second
 
-// Create implements document.Store.
-func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	return s.create(ctx, id, nil, adds, fn)
-}
-
-// CreateKeyed implements document.Store (keyed.go).
-func (s *Store) CreateKeyed(ctx context.Context, id string, key document.Key, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	return s.create(ctx, id, &key, adds, fn)
-}
-
-// create inserts the placeholder of id (with key, if any, under the
-// unique index idemKey: it collides with the document an earlier attempt
-// made, even one committed after its answer was lost), then commits fn's
-// document into it. The commit's $set leaves the key in place.
-func (s *Store) create(ctx context.Context, id string, key *document.Key, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	for attempt := 0; ; attempt++ {
-		h := s.hold(adds)
-		placeholder := bson.M{"_id": id, "seq": int64(0), "pending": h, "held": true}
-		if key != nil {
-			idemstore.Stamp{Key: key.ID, Fingerprint: key.Fingerprint, ExpiresAt: key.ExpiresAt}.Into(placeholder)
-		}
-		if _, err := s.docs.InsertOne(ctx, placeholder); err != nil {
-			if key != nil && mongo.IsDuplicateKeyError(err) {
-				return document.Document{}, document.ErrKeyTaken
+// attempts yields the attempts of a write: at once, then after short
+// jittered pauses, until retryFor has passed or ctx ended.
+func attempts(ctx context.Context) func(yield func(int) bool) {
+	return func(yield func(int) bool) {
+		deadline := time.Now().Add(retryFor)
+		for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+			if !yield(i) {
+				return
 			}
-			return document.Document{}, err
-		}
-		d := document.Document{ID: id}
-		if err := fn(&d); err != nil {
-			s.abandon(ctx, id, h.Token)
-			return document.Document{}, err
-		}
-		if !adds.Covers(d.Refs()) {
-			s.abandon(ctx, id, h.Token)
-			return document.Document{}, fmt.Errorf("document %s: the write adds references it did not hold", id)
-		}
-		done, err := s.commit(ctx, h.Token, []change{{before: document.Document{ID: id}, after: d}})
-		if err != nil {
-			if len(done) == 0 {
-				s.abandon(ctx, id, h.Token)
+			pause := time.Duration(1+rand.IntN(1<<min(i, 6))) * time.Millisecond
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
 			}
-			return document.Document{}, err
-		}
-		if len(done) == 1 {
-			return done[0], nil
-		}
-		if attempt == 2 { // the hold was swept each time: the closure is too slow
-			return document.Document{}, document.ErrConflict
 		}
 	}
 }
 
-// keyField holds the Idempotency-Key a document was created under, unique
-// among the documents that have one (idemstore.KeyIndex).
-const keyField = idemstore.KeyField
-
-// keyedDoc is a document with the key it was created under.
-type keyedDoc struct {
-	Doc   doc             `bson:",inline"`
-	Stamp idemstore.Stamp `bson:",inline"`
-}
-
-// Keyed implements document.Store.
-func (s *Store) Keyed(ctx context.Context, keyID string) (document.Document, document.Key, bool, error) {
-	var d keyedDoc
-	err := s.docs.FindOne(ctx, bson.M{keyField: keyID}, options.FindOne().SetProjection(withoutOutbox)).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return document.Document{}, document.Key{}, false, document.ErrNotFound
-	}
-	if err != nil {
-		return document.Document{}, document.Key{}, false, err
-	}
-	key := document.Key{ID: keyID, Fingerprint: d.Stamp.Fingerprint, ExpiresAt: d.Stamp.ExpiresAt}
-	return d.Doc.domain(), key, d.Doc.Seq == 0, nil
-}
-
-// DropKey implements document.Store.
-func (s *Store) DropKey(ctx context.Context, keyID string, seq int64, now time.Time) error {
-	expired := idemstore.Expired(now)
-	expired[keyField], expired["seq"], expired["held"] = keyID, seq, absent
-	_, err := s.docs.UpdateOne(ctx, expired, idemstore.Unstamp())
-	return err
-}
-
-// dropExpiredKeys takes the expired Idempotency-Keys off the documents
-// holding no write's hold (as DropKey), at most once a keySweepEvery per
-// replica (idemstore.KeySweep), though ReleaseStale runs every few seconds.
-func (s *Store) dropExpiredKeys(ctx context.Context) error {
-	return s.keys.Run(ctx, s.now(), bson.M{"held": absent}, s.docs)
-}
-
-// keySweepEvery is how often dropExpiredKeys sweeps.
-const keySweepEvery = time.Minute
-
-// abandon removes a document being created whose write failed.
-func (s *Store) abandon(ctx context.Context, id, token string) {
-	ctx, cancel := cleanup(ctx)
-	defer cancel()
-	if _, err := s.docs.DeleteOne(ctx, bson.M{"_id": id, "seq": int64(0), "pending.token": token}); err != nil {
-		s.log.WarnContext(ctx, "a failed create left its placeholder; ReleaseStale removes it", "document_id", id, "error", err)
-	}
-}
-
-// Update implements document.Store.
-func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	out, err := s.update(ctx, byID{ids: []string{id}}, adds, hooks{}, fn)
-	if err != nil {
-		return document.Document{}, err
-	}
-	d, ok := out[id]
-	if !ok {
-		return document.Document{}, document.ErrNotFound
-	}
-	return d.doc, nil
-}
-
-// UpdateEach implements document.Store.
-func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.Document) error) ([]document.Document, error) {
-	out, err := s.update(ctx, byID{ids: ids}, document.Refs{}, hooks{}, fn)
-	var changed []document.Document
-	for _, id := range ids {
-		if r, ok := out[id]; ok && r.changed {
-			changed = append(changed, r.doc)
-		}
-	}
-	return changed, err
-}
-
-// UpdateNaming implements document.Store: each round holds, with one
-// update, every free document naming refs, reads them and those held by
-// other writes that name or may name refs (busy: the next round takes
-// them), then calls look, fn on each, and prepare before the commit. Its
-// cost in database operations does not grow with the number of documents
-// (commit groups the changes that only drop tags).
-func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error, prepare func(context.Context) error) ([]document.Document, error) {
-	filter := namingFilter(refs, false)
-	if filter == nil {
-		return nil, nil
-	}
-	out, err := s.update(ctx, byNaming{refs: refs}, document.Refs{}, hooks{look: look, prepare: prepare}, fn)
-	var changed []document.Document
-	for _, r := range out {
-		if r.changed {
-			changed = append(changed, r.doc)
-		}
-	}
-	slices.SortFunc(changed, func(a, b document.Document) int { return strings.Compare(a.ID, b.ID) })
-	return changed, err
-}
-
-type result struct {
-	doc     document.Document
-	changed bool
-}
-
-// selection is which documents a write's round holds and reads.
-type selection interface {
-	// hold is the filter of the documents to hold (free ones are added).
-	hold() bson.M
-	// read is the filter of the documents the round reads: those token
-	// holds, and those it could not hold (busy).
-	read(token string) bson.M
-	// again is the selection of the next round, given the busy ids.
-	again(busy []string) selection
-}
-
-// byID selects documents by id.
-type byID struct{ ids []string }
-
-func (b byID) hold() bson.M {
-	return byIDs(b.ids, bson.M{"seq": bson.M{"$gt": 0}, "purgedAt": absent})
-}
-func (b byID) read(string) bson.M            { return byIDs(b.ids, bson.M{}) }
-func (b byID) again(busy []string) selection { return byID{ids: busy} }
-
-// byNaming selects the documents that name refs (Naming).
-type byNaming struct{ refs document.Refs }
-
-func (b byNaming) hold() bson.M {
-	return bson.M{"$or": namingFilter(b.refs, false), "seq": bson.M{"$gt": 0}, "purgedAt": absent}
-}
-
-// read takes the documents naming refs whoever holds them, free ones too:
-// one another write released between this round's hold and this read was
-// neither held nor busy, and the round ended without it (a tag deletion
-// left a document its tag: TestATagDeletionWaitingForAWriteRecordsALaterChange
-// under make test's load). readHeld counts a free one busy: the next round
-// holds it.
-func (b byNaming) read(token string) bson.M {
-	return bson.M{"$or": bson.A{bson.M{"pending.token": token}, bson.M{"$or": namingFilter(b.refs, true)}}}
-}
-func (b byNaming) again([]string) selection { return b }
-
-// hooks are what a round calls besides fn: look once it holds documents,
-// prepare once fn ran on them and before the commit. Either may be nil.
-type hooks struct {
-	look, prepare func(context.Context) error
-}
-
-// update runs rounds until every selected document is written (or left
-// unchanged), missing, or busyWait has passed while others hold some.
-func (s *Store) update(ctx context.Context, sel selection, adds document.Refs, h hooks, fn func(*document.Document) error) (map[string]result, error) {
-	out := map[string]result{}
-	wait, deadline := 2*time.Millisecond, time.Now().Add(busyWait)
-	for {
-		busy, err := s.round(ctx, sel, adds, h, fn, out)
-		if err != nil || len(busy) == 0 {
-			return out, err
-		}
-		if time.Now().After(deadline) {
-			return out, document.ErrConflict
-		}
-		select {
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 100*time.Millisecond)
-		sel = sel.again(busy)
-	}
-}
+// errChanged is a transaction that found the documents its closure saw
+// changed since: the write runs again on what they are now.
+var errChanged = errors.New("documents changed since they were read")
 
 type change struct {
 	before, after document.Document
 }
 
-// round holds what it can of sel, calls look (after the hold, so what it
-// asks other services comes after any write it could race: refs.go), runs
-// fn on each held document, commits the changed ones and releases the
-// others. It records finished documents in out and returns the ids to try
-// again (held by another write, or whose hold was taken over before the
-// commit). Missing ids are left out.
-func (s *Store) round(ctx context.Context, sel selection, adds document.Refs, hk hooks, fn func(*document.Document) error, out map[string]result) (busy []string, err error) {
-	h := s.hold(adds)
-	free := bson.A{bson.M{"pending": absent}, bson.M{"pending.at": bson.M{"$lt": h.At.Add(-holdTTL)}}}
-	filter := sel.hold()
-	filter["$and"] = bson.A{bson.M{"$or": free}}
-	if _, err := s.docs.UpdateMany(ctx, filter, bson.M{"$set": bson.M{"pending": h, "held": true}}); err != nil {
-		return nil, err
+// Create implements document.Store: fn makes the document outside any
+// transaction (it may ask other services), then one transaction numbers
+// and inserts it with its events.
+func (s *Store) Create(ctx context.Context, id string, _ document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	d := document.Document{ID: id}
+	if err := fn(&d); err != nil {
+		return document.Document{}, err
 	}
-	held, busy, err := s.readHeld(ctx, sel, h.Token)
-	if err == nil && hk.look != nil && len(held) > 0 {
-		err = hk.look(ctx)
-	}
+	done, err := s.commit(ctx, nil, nil, []change{{before: document.Document{ID: id}, after: d}})
 	if err != nil {
-		s.releaseToken(ctx, h.Token)
-		return nil, err
+		return document.Document{}, err
 	}
-	changes, unchanged, err := s.apply(held, adds, fn, out)
-	if err == nil && hk.prepare != nil && len(changes) > 0 {
-		err = hk.prepare(ctx)
-	}
-	if err != nil {
-		s.releaseToken(ctx, h.Token)
-		return nil, err
-	}
-	if len(unchanged) > 0 {
-		s.release(ctx, unchanged, h.Token)
-	}
-	if len(changes) == 0 {
-		return busy, nil
-	}
-	done, err := s.commit(ctx, h.Token, changes)
-	for _, d := range done {
-		out[d.ID] = result{doc: d, changed: true}
-	}
-	var unwritten []string
-	for _, c := range changes {
-		if r, ok := out[c.after.ID]; !ok || !r.changed || r.doc.Seq != c.after.Seq {
-			unwritten = append(unwritten, c.after.ID)
-		}
-	}
-	if err != nil {
-		s.release(ctx, unwritten, h.Token)
-		return nil, err
-	}
-	return append(busy, unwritten...), nil // unwritten: the hold was taken over; again
+	return done[0], nil
 }
 
-// readHeld reads what a round selected: the documents token holds, and the
-// ids of those another write holds.
-func (s *Store) readHeld(ctx context.Context, sel selection, token string) (held []doc, busy []string, err error) {
-	cur, err := s.docs.Find(ctx, sel.read(token), options.Find().SetProjection(withoutOutbox))
-	if err != nil {
-		return nil, nil, err
-	}
-	var docs []doc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, nil, err
-	}
-	for _, d := range docs {
-		switch {
-		case d.PurgedAt != nil:
-			// gone for good: missing
-		case d.Pending == nil || d.Pending.Token != token:
-			busy = append(busy, d.ID)
-		default:
-			held = append(held, d)
+// Update implements document.Store.
+func (s *Store) Update(ctx context.Context, id string, _ document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	for range attempts(ctx) {
+		before, err := s.Get(ctx, id)
+		if err != nil {
+			return document.Document{}, err
 		}
-	}
-	return held, busy, nil
-}
-
-// apply runs fn on each held document: the changes to commit, and the ids
-// left unchanged (recorded in out unless an earlier round changed them).
-func (s *Store) apply(held []doc, adds document.Refs, fn func(*document.Document) error, out map[string]result) (changes []change, unchanged []string, err error) {
-	for _, d := range held {
-		before := d.domain()
 		after := before.Clone()
 		switch err := fn(&after); {
 		case errors.Is(err, document.ErrUnchanged):
-			unchanged = append(unchanged, d.ID)
-			if _, done := out[d.ID]; !done {
-				out[d.ID] = result{doc: before}
-			}
+			return before, nil
 		case err != nil:
-			return nil, nil, err
-		case !refsUnion(adds, before.Refs()).Covers(after.Refs()):
-			return nil, nil, fmt.Errorf("document %s: the write adds references it did not hold", d.ID)
-		default:
-			changes = append(changes, change{before: before, after: after})
+			return document.Document{}, err
 		}
+		done, err := s.commit(ctx, map[string]int64{id: before.Seq}, nil, []change{{before: before, after: after}})
+		if errors.Is(err, errChanged) {
+			continue
+		}
+		if err != nil {
+			return document.Document{}, err
+		}
+		return done[0], nil
 	}
-	return changes, unchanged, nil
+	return document.Document{}, document.ErrConflict
 }
 
-func refsUnion(a, b document.Refs) document.Refs {
-	return document.Refs{Tags: append(slices.Clone(a.Tags), b.Tags...), Media: append(slices.Clone(a.Media), b.Media...)}
+// UpdateEach implements document.Store: one transaction for all.
+func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.Document) error) ([]document.Document, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	filter := bson.M{"_id": bson.M{"$in": ids}, "purgedAt": absent}
+	return s.updateAll(ctx, filter, nil, hooks{}, fn)
 }
 
-// commit takes the next number of the counter and writes the changes
-// under it, each only if its hold is still token's; it returns the
-// documents written. Documents whose hold was taken over are not; on an
-// error, the caller releases (or abandons) the ones not written.
-//
-// The write is decided once the closure has run, so the commit runs to its
-// end even when the caller's context ends (its client left, its time
-// budget ran out): cut short between its steps, it would leave documents
-// held, and the stable point stuck, until ReleaseStale.
-func (s *Store) commit(ctx context.Context, token string, changes []change) ([]document.Document, error) {
+// UpdateNaming implements document.Store: it reads the documents naming
+// refs, calls look, fn on each and prepare, all outside any transaction;
+// then one transaction writes the changes if no document it read changed
+// and no other names refs now, else the whole runs again. Its cost in
+// database operations does not grow with the number of documents (the
+// changes that only drop tags are grouped).
+func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error, prepare func(context.Context) error) ([]document.Document, error) {
+	or := namingFilter(refs)
+	if or == nil {
+		return nil, nil
+	}
+	changed, err := s.updateAll(ctx, bson.M{"$or": or, "purgedAt": absent}, &refs, hooks{look: look, prepare: prepare}, fn)
+	slices.SortFunc(changed, func(a, b document.Document) int { return strings.Compare(a.ID, b.ID) })
+	return changed, err
+}
+
+// hooks are what updateAll calls besides fn: look once it read documents,
+// prepare once fn changed some. Either may be nil.
+type hooks struct {
+	look, prepare func(context.Context) error
+}
+
+// updateAll applies fn to the documents of filter and writes the changed
+// ones in one transaction, which checks that the documents read are still
+// as read (and, with naming, that no other names the refs): else it runs
+// again.
+func (s *Store) updateAll(ctx context.Context, filter bson.M, naming *document.Refs, h hooks, fn func(*document.Document) error) ([]document.Document, error) {
+	for range attempts(ctx) {
+		read, err := s.find(ctx, filter, nil)
+		if err != nil || len(read) == 0 {
+			return nil, err
+		}
+		if h.look != nil {
+			if err := h.look(ctx); err != nil {
+				return nil, err
+			}
+		}
+		seqs := make(map[string]int64, len(read))
+		var changes []change
+		for _, before := range read {
+			seqs[before.ID] = before.Seq
+			after := before.Clone()
+			switch err := fn(&after); {
+			case errors.Is(err, document.ErrUnchanged):
+			case err != nil:
+				return nil, err
+			default:
+				changes = append(changes, change{before: before, after: after})
+			}
+		}
+		if len(changes) == 0 {
+			return nil, nil
+		}
+		if h.prepare != nil {
+			if err := h.prepare(ctx); err != nil {
+				return nil, err
+			}
+		}
+		done, err := s.commit(ctx, seqs, naming, changes)
+		if errors.Is(err, errChanged) {
+			continue
+		}
+		return done, err
+	}
+	return nil, document.ErrConflict
+}
+
+// commit writes the changes in one transaction: it checks that the
+// documents read are still at the seqs read (and, with naming, that no
+// other document names the refs), takes the next number of the counter,
+// writes every change under it with its events, and returns the
+// documents written. errChanged: nothing written, run again.
+func (s *Store) commit(ctx context.Context, read map[string]int64, naming *document.Refs, changes []change) ([]document.Document, error) {
 	ctx, cancel := committing(ctx)
 	defer cancel()
-	ids := make([]string, len(changes))
-	for i, c := range changes {
-		ids[i] = c.after.ID
-	}
-	seq, err := s.next(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range changes {
-		c := &changes[i]
-		c.after.Seq = seq
-		switch {
-		case !c.after.IsDeleted:
-			c.after.DeletedSeq = 0
-		case !c.before.IsDeleted:
-			c.after.DeletedSeq = seq
+	var out []document.Document
+	err := mongox.InTx(ctx, s.client, func(ctx context.Context) error {
+		if err := s.unchanged(ctx, read, naming); err != nil {
+			return err
 		}
-	}
-	models, err := s.models(ctx, token, seq, changes)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.docs.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	if err != nil {
-		// Some may have been written: the ones now at seq are.
-		if written, rerr := s.at(ctx, ids, seq); rerr == nil {
-			return pick(changes, written), err
+		seq, err := s.next(ctx)
+		if err != nil {
+			return err
 		}
-		return nil, err
-	}
-	if int(res.MatchedCount) == len(changes) {
-		out := make([]document.Document, len(changes))
+		out = make([]document.Document, len(changes))
+		numbered := make([]change, len(changes))
 		for i, c := range changes {
-			out[i] = c.after
+			c.after.Seq = seq
+			switch {
+			case !c.after.IsDeleted:
+				c.after.DeletedSeq = 0
+			case !c.before.IsDeleted:
+				c.after.DeletedSeq = seq
+			}
+			numbered[i], out[i] = c, c.after
 		}
-		return out, nil
+		return s.write(ctx, seq, numbered)
+	})
+	if err != nil {
+		return nil, err
 	}
-	written, err := s.at(ctx, ids, seq)
-	return pick(changes, written), err
+	return out, nil
 }
 
-// models are the statements of a commit: one per change, but one for all
-// the changes that only drop the same tags and record the same change (a
-// tag deletion's), so that a deletion costs one statement whatever the
-// number of documents naming the tag.
-func (s *Store) models(ctx context.Context, token string, seq int64, changes []change) ([]mongo.WriteModel, error) {
+// commitTimeout bounds a commit once its caller's context may be done.
+const commitTimeout = 10 * time.Second
+
+// committing is a context for a commit: the write was decided once its
+// closure ran, so the caller's end (its client left, its time budget ran
+// out) does not cut it; bounded by commitTimeout or the caller's deadline
+// if that is later (an event handler's batch of many documents).
+func committing(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(commitTimeout)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}
+
+// unchanged checks, in the transaction of ctx, that the documents read
+// are at the seqs read and, with naming, that no other names the refs.
+func (s *Store) unchanged(ctx context.Context, read map[string]int64, naming *document.Refs) error {
+	if len(read) == 0 && naming == nil {
+		return nil
+	}
+	ids := slices.Collect(maps.Keys(read))
+	filter := bson.M{"_id": bson.M{"$in": ids}}
+	if len(ids) == 1 {
+		filter = bson.M{"_id": ids[0]}
+	}
+	if naming != nil {
+		filter = bson.M{"$or": bson.A{filter, bson.M{"$or": namingFilter(*naming), "purgedAt": absent}}}
+	}
+	cur, err := s.docs.Find(ctx, filter, options.Find().SetProjection(bson.M{"_id": 1, "seq": 1, "purgedAt": 1}))
+	if err != nil {
+		return err
+	}
+	var now []doc
+	if err := cur.All(ctx, &now); err != nil {
+		return err
+	}
+	if len(now) != len(read) {
+		return errChanged
+	}
+	for _, d := range now {
+		if seq, ok := read[d.ID]; !ok || seq != d.Seq || d.PurgedAt != nil {
+			return errChanged
+		}
+	}
+	return nil
+}
+
+// write stores the numbered changes and their events in the transaction
+// of ctx: one statement per change, but one for all the changes that only
+// drop the same tags and record the same change (a tag deletion's).
+func (s *Store) write(ctx context.Context, seq int64, changes []change) error {
 	var models []mongo.WriteModel
 	groups := map[string]*tagDrop{}
 	var order []string
 	for _, c := range changes {
+		if err := s.addEvents(ctx, c.before, c.after); err != nil {
+			return err
+		}
+		if c.before.Seq == 0 {
+			models = append(models, mongo.NewInsertOneModel().SetDocument(toDoc(c.after)))
+			continue
+		}
 		if g, ok := tagDropOf(c.before, c.after); ok {
 			key := g.key()
 			if groups[key] == nil {
@@ -958,16 +698,40 @@ func (s *Store) models(ctx context.Context, token string, seq int64, changes []c
 			groups[key].add(c.before)
 			continue
 		}
-		update, err := s.updateOf(ctx, c.before, c.after)
-		if err != nil {
-			return nil, err
-		}
-		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": c.after.ID, "pending.token": token}).SetUpdate(update))
+		models = append(models, mongo.NewReplaceOneModel().SetFilter(bson.M{"_id": c.after.ID}).SetReplacement(toDoc(c.after)))
 	}
 	for _, key := range order {
-		models = append(models, groups[key].models(token, seq)...)
+		models = append(models, groups[key].models(seq)...)
 	}
-	return models, nil
+	_, err := s.docs.BulkWrite(ctx, models)
+	return err
+}
+
+// addEvents adds the events of a change to the outbox.
+func (s *Store) addEvents(ctx context.Context, before, after document.Document) error {
+	for _, e := range document.Events(before, after) {
+		var ev events.Event
+		var err error
+		switch e {
+		case document.Deleted:
+			ev, err = events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: after.ID}, after.UpdatedAt)
+		case document.Purged:
+			ev, err = events.New(ctx, Source, events.DocumentPurged, events.DocumentPurgedData{DocumentID: after.ID}, after.PurgedAt)
+		case document.Publication:
+			ev, err = events.New(ctx, Source, events.DocumentPublished,
+				events.DocumentPublishedData{DocumentID: after.ID, Version: after.Version}, after.PublishedAt)
+		case document.Unpublication:
+			ev, err = events.New(ctx, Source, events.DocumentUnpublished,
+				events.DocumentUnpublishedData{DocumentID: after.ID, Version: after.Version}, after.UpdatedAt)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.ob.Add(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // idChunk bounds the ids one statement names: a statement must stay under
@@ -1014,11 +778,10 @@ func appendSince(list []tagSinceDoc, tags []string, since map[string]time.Time) 
 }
 
 // models pull the tags, and the entries of tagSince that name them (the
-// exact values read: $pull with a condition is not in the test database),
-// from each document of the group that token holds, as the change's
-// commit (updateOf) would: new seq, next version, the change record, hold
-// ended, UpdatedAt kept; one statement per idChunk ids.
-func (g *tagDrop) models(token string, seq int64) []mongo.WriteModel {
+// exact values read), from each document of the group, as the change's
+// own write would: new seq, next version, the change record, UpdatedAt
+// kept; one statement per idChunk ids.
+func (g *tagDrop) models(seq int64) []mongo.WriteModel {
 	pull := bson.M{}
 	if len(g.tags) > 0 {
 		pull["tagsIds"] = g.tags
@@ -1039,14 +802,14 @@ func (g *tagDrop) models(token string, seq int64) []mongo.WriteModel {
 	if g.revPending {
 		set["revPending"] = true
 	}
-	update := bson.M{"$pullAll": pull, "$set": set, "$unset": bson.M{"pending": "", "held": "", "refsAt": ""}}
+	update := bson.M{"$pullAll": pull, "$set": set}
 	if g.version {
 		update["$inc"] = bson.M{"version": int64(1)}
 	}
 	var models []mongo.WriteModel
 	for ids := range slices.Chunk(g.ids, idChunk) {
 		models = append(models, mongo.NewUpdateManyModel().
-			SetFilter(bson.M{"_id": bson.M{"$in": ids}, "pending.token": token}).
+			SetFilter(bson.M{"_id": bson.M{"$in": ids}}).
 			SetUpdate(update))
 	}
 	return models
@@ -1111,159 +874,4 @@ func withoutTags(d *document.Document, tags []string, afterSince map[string]time
 	if len(d.TagSince) == 0 && len(afterSince) == 0 {
 		d.TagSince = afterSince
 	}
-}
-
-// at returns which of ids are at seq.
-func (s *Store) at(ctx context.Context, ids []string, seq int64) (map[string]bool, error) {
-	out := make(map[string]bool, len(ids))
-	for chunk := range slices.Chunk(ids, idChunk) {
-		got, err := s.ids(ctx, bson.M{"_id": bson.M{"$in": chunk}, "seq": seq})
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range got {
-			out[id] = true
-		}
-	}
-	return out, nil
-}
-
-func pick(changes []change, written map[string]bool) []document.Document {
-	var out []document.Document
-	for _, c := range changes {
-		if written[c.after.ID] {
-			out = append(out, c.after)
-		}
-	}
-	return out
-}
-
-// updateOf is the commit of one change: the new state's fields (not a
-// whole-document replace, so the outbox's pending events survive), the end
-// of the hold, and the change's events.
-func (s *Store) updateOf(ctx context.Context, before, after document.Document) (bson.M, error) {
-	raw, err := bson.Marshal(toDoc(after))
-	if err != nil {
-		return nil, err
-	}
-	var set bson.M
-	if err := bson.Unmarshal(raw, &set); err != nil {
-		return nil, err
-	}
-	delete(set, "_id")
-	delete(set, "pending")
-	delete(set, "held")
-	unset := bson.M{"pending": "", "held": ""}
-	for _, f := range optional {
-		if _, ok := set[f]; !ok {
-			unset[f] = ""
-		}
-	}
-	update := bson.M{"$set": set, "$unset": unset}
-	for _, e := range document.Events(before, after) {
-		var ev events.Event
-		switch e {
-		case document.Deleted:
-			ev, err = events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: after.ID}, after.UpdatedAt)
-		case document.Purged:
-			ev, err = events.New(ctx, Source, events.DocumentPurged, events.DocumentPurgedData{DocumentID: after.ID}, after.PurgedAt)
-		case document.Publication:
-			ev, err = events.New(ctx, Source, events.DocumentPublished,
-				events.DocumentPublishedData{DocumentID: after.ID, Version: after.Version}, after.PublishedAt)
-		case document.Unpublication:
-			ev, err = events.New(ctx, Source, events.DocumentUnpublished,
-				events.DocumentUnpublishedData{DocumentID: after.ID, Version: after.Version}, after.UpdatedAt)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := outbox.Add(update, ev); err != nil {
-			return nil, err
-		}
-	}
-	return update, nil
-}
-
-// release ends token's holds on ids, leaving the documents as they were.
-func (s *Store) release(ctx context.Context, ids []string, token string) {
-	ctx, cancel := cleanup(ctx)
-	defer cancel()
-	for chunk := range slices.Chunk(ids, idChunk) {
-		if _, err := s.docs.UpdateMany(ctx, byIDs(chunk, bson.M{"pending.token": token}),
-			bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
-			s.log.WarnContext(ctx, "a hold was not released; ReleaseStale does it", "documents", len(ids), "error", err)
-			return
-		}
-	}
-}
-
-// releaseToken ends every hold of token, leaving the documents as they were.
-func (s *Store) releaseToken(ctx context.Context, token string) {
-	ctx, cancel := cleanup(ctx)
-	defer cancel()
-	if _, err := s.docs.UpdateMany(ctx, bson.M{"held": true, "pending.token": token},
-		bson.M{"$unset": bson.M{"pending": "", "held": ""}}); err != nil {
-		s.log.WarnContext(ctx, "holds were not released; ReleaseStale does it", "error", err)
-	}
-}
-
-// ReleaseStale ends holds older than holdTTL, whose writers died (a crash,
-// a lost connection): documents held go back to what they were, documents
-// being created that never were are removed. Until then the stable point
-// cannot pass them. It also takes expired Idempotency-Keys off documents
-// (dropExpiredKeys); it counts the holds. Idempotent, safe on several
-// replicas.
-func (s *Store) ReleaseStale(ctx context.Context) (int64, error) {
-	stale := bson.M{"$lt": s.now().Add(-holdTTL)}
-	// held: the indexed field, so that the job, run every few seconds by
-	// every replica, reads the holds only, not the collection.
-	a, err := s.docs.DeleteMany(ctx, bson.M{"held": true, "seq": int64(0), "pending.at": stale})
-	if err != nil {
-		return 0, err
-	}
-	b, err := s.docs.UpdateMany(ctx, bson.M{"held": true, "seq": bson.M{"$gt": 0}, "pending.at": stale},
-		bson.M{"$unset": bson.M{"pending": "", "held": ""}})
-	if err != nil {
-		return a.DeletedCount, err
-	}
-	return a.DeletedCount + b.ModifiedCount, s.dropExpiredKeys(ctx)
-}
-
-// byIDs adds the ids to filter: one id as an equality, which the test
-// database (FerretDB) sends to its index where $in it evaluates over the
-// whole collection; the same query on MongoDB.
-func byIDs(ids []string, filter bson.M) bson.M {
-	if len(ids) == 1 {
-		filter["_id"] = ids[0]
-	} else {
-		filter["_id"] = bson.M{"$in": ids}
-	}
-	return filter
-}
-
-// cleanupTimeout bounds the writes that finish or undo a write once its
-// caller's context may be done.
-const cleanupTimeout = 10 * time.Second
-
-// cleanup is a context for undoing after a failure: it runs even when the
-// request's context is done.
-func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-}
-
-// committing is a context for a commit: not ended by the caller's, and
-// bounded by cleanupTimeout or the caller's deadline if that is later (an
-// event handler's batch commit of many documents).
-func committing(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline := time.Now().Add(cleanupTimeout)
-	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
-		deadline = d
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-}
-
-func newToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -39,7 +39,7 @@ func link(d *document.Document) error {
 	return nil
 }
 
-// A deletion records its event in the same write, once.
+// A deletion records its event in the same transaction, once.
 func TestDeletionRecordsItsEvent(t *testing.T) {
 	t.Parallel()
 	s, ctx := newStore(t), context.Background()
@@ -56,70 +56,10 @@ func TestDeletionRecordsItsEvent(t *testing.T) {
 		_, err := s.Update(ctx, "a", document.Refs{}, del)
 		testkit.Must(t, err, "delete")
 	}
-	var raw bson.M
-	testkit.Must(t, s.Documents().FindOne(ctx, bson.M{"_id": "a"}).Decode(&raw), "raw")
-	if n, _ := raw["outboxCount"].(int32); n != 1 {
-		t.Errorf("outboxCount = %v, want exactly one deletion event", raw["outboxCount"])
-	}
-	// A later write keeps the pending event.
-	_, err = s.Update(ctx, "a", document.Refs{}, func(d *document.Document) error { d.Title = "T"; return nil })
-	testkit.Must(t, err, "Update")
-	raw = nil
-	testkit.Must(t, s.Documents().FindOne(ctx, bson.M{"_id": "a"}).Decode(&raw), "raw")
-	if raw["outbox"] == nil || raw["pending"] != nil || raw["held"] != nil {
-		t.Errorf("after a later write: outbox %v, pending %v; want the event kept, no hold", raw["outbox"], raw["pending"])
-	}
-}
-
-// deadHold is a hold as a writer leaves it when it dies mid-write.
-func deadHold(media ...string) bson.M {
-	return bson.M{"held": true, "pending": bson.M{"token": "dead", "c0": 0, "at": time.Now(), "tags": bson.A{}, "media": append(bson.A{}, toAny(media)...)}}
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}
-
-// A writer that died leaves a hold; ReleaseStale ends it once it is old,
-// and removes a document it was creating.
-func TestStaleHoldsAreReleased(t *testing.T) {
-	t.Parallel()
-	s, ctx := newStore(t), context.Background()
-	_, err := s.Create(ctx, "a", document.Refs{}, link)
-	testkit.Must(t, err, "Create")
-	_, err = s.Documents().UpdateOne(ctx, bson.M{"_id": "a"}, bson.M{"$set": deadHold("m")})
-	testkit.Must(t, err, "hold")
-	_, err = s.Documents().InsertOne(ctx, bson.M{"_id": "b", "seq": 0, "pending": deadHold()["pending"], "held": true})
-	testkit.Must(t, err, "placeholder")
-	if st, _ := s.Stable(ctx); st != 0 {
-		t.Errorf("stable point %d with a hold of c0 0, want 0", st)
-	}
-	if n, err := s.ReleaseStale(ctx); err != nil || n != 0 {
-		t.Errorf("ReleaseStale of young holds = %d, %v; want none", n, err)
-	}
-	s.SetClock(func() time.Time { return time.Now().Add(time.Minute) })
-	if n, err := s.ReleaseStale(ctx); err != nil || n != 2 {
-		t.Errorf("ReleaseStale = %d, %v; want 2", n, err)
-	}
-	if users, _ := s.MediaUsers(ctx, "m"); len(users) != 0 {
-		t.Errorf("MediaUsers after the release = %v", users)
-	}
-	if n, _ := s.Documents().CountDocuments(ctx, bson.M{"_id": "b"}); n != 0 {
-		t.Error("the dead create's placeholder stayed")
-	}
-	if st, _ := s.Stable(ctx); st == 0 {
-		t.Error("the stable point did not move past the released hold")
-	}
-	// An update waiting for a stale hold takes it over.
-	_, err = s.Documents().UpdateOne(ctx, bson.M{"_id": "a"}, bson.M{"$set": deadHold()})
-	testkit.Must(t, err, "hold")
-	d, err := s.Update(ctx, "a", document.Refs{}, func(d *document.Document) error { d.Title = "taken over"; return nil })
-	if err != nil || d.Title != "taken over" {
-		t.Errorf("Update over a stale hold = %+v, %v", d, err)
+	n, err := s.Outbox().Collection().CountDocuments(ctx, bson.M{"subject": "library.catalog.document.deleted"})
+	testkit.Must(t, err, "count the outbox")
+	if n != 1 {
+		t.Errorf("%d deletion events in the outbox, want exactly one", n)
 	}
 }
 
@@ -149,10 +89,8 @@ func TestDocumentsWithoutSeqJoinTheSequence(t *testing.T) {
 
 // A write whose caller goes away (its request's context ends: the client
 // left, the request's time budget ran out) once its closure has run is
-// committed whole: a commit cut short left a create's placeholder behind
-// for good, or documents held, and the stable point stuck, until
-// ReleaseStale.
-func TestACallerGoneAfterTheClosureLeavesNoHold(t *testing.T) {
+// committed whole: its outcome was decided.
+func TestACallerGoneAfterTheClosureIsCommitted(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	_, err := s.Create(context.Background(), "a", document.Refs{}, link)
@@ -170,11 +108,6 @@ func TestACallerGoneAfterTheClosureLeavesNoHold(t *testing.T) {
 	_, updateErr := s.Update(ctx, "a", document.Refs{}, fn)
 
 	bg := context.Background()
-	n, err := s.Documents().CountDocuments(bg, bson.M{"$or": bson.A{bson.M{"seq": 0}, bson.M{"pending": bson.M{"$exists": true}}}})
-	testkit.Must(t, err, "count")
-	if n != 0 {
-		t.Errorf("%d documents held or being created once the writes returned (create: %v, update: %v)", n, createErr, updateErr)
-	}
 	if b, err := s.Get(bg, "b"); createErr != nil || err != nil || b.Title != "L" {
 		t.Errorf("the create answered %v; stored: %+v, %v", createErr, b, err)
 	}

@@ -153,7 +153,7 @@ func (s *Store) SettleRevision(ctx context.Context, id string, version int64) er
 
 // Unsettled implements document.Revisions.
 func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]document.Document, error) {
-	docs, err := s.find(ctx, bson.M{"revPending": true}, options.Find().SetProjection(withoutOutbox).SetLimit(int64(limit)))
+	docs, err := s.find(ctx, bson.M{"revPending": true}, options.Find().SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,6 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"CreateThenRead", createThenRead},
 		{"FailedCreateLeavesNothing", failedCreateLeavesNothing},
 		{"UpdateRunsTheRules", updateRunsTheRules},
-		{"ReferencesMustBeHeld", referencesMustBeHeld},
-		{"HeldReferencesCountAsUsed", heldReferencesCountAsUsed},
 		{"UpdateEach", updateEach},
 		{"ConcurrentWritesLoseNothing", concurrentWritesLoseNothing},
 		{"StableStaysBelowAWriteInFlight", stableStaysBelowAWriteInFlight},
@@ -164,25 +162,6 @@ func updateRunsTheRules(t *testing.T, s Store) {
 	}
 }
 
-func referencesMustBeHeld(t *testing.T, s Store) {
-	ctx := context.Background()
-	create(t, s, "a", "t1")
-	if _, err := s.Update(ctx, "a", document.Refs{}, func(d *document.Document) error {
-		d.TagsIDs = append(d.TagsIDs, "t2")
-		return nil
-	}); err == nil {
-		t.Error("a write adding a tag it did not hold succeeded")
-	}
-	if _, err := s.Create(ctx, "b", document.Refs{}, link("b", "t1")); err == nil {
-		t.Error("a create naming a tag it did not hold succeeded")
-	}
-	_, err := s.Update(ctx, "a", document.Refs{Tags: []string{"t2"}}, func(d *document.Document) error {
-		d.TagsIDs = append(d.TagsIDs, "t2")
-		return nil
-	})
-	must(t, err, "Update with the tag held")
-}
-
 // block runs a write whose closure waits until release is closed, and
 // returns once the closure runs.
 func block(t *testing.T, write func(fn func(*document.Document) error) error, change func(*document.Document)) (release func() error) {
@@ -203,60 +182,6 @@ func block(t *testing.T, write func(fn func(*document.Document) error) error, ch
 		t.Fatalf("the write ended before its closure ran: %v", err)
 	}
 	return func() error { close(gate); return <-done }
-}
-
-func heldReferencesCountAsUsed(t *testing.T, s Store) {
-	ctx := context.Background()
-	create(t, s, "a")
-	trashed := create(t, s, "d")
-	_, err := s.Update(ctx, "d", document.Refs{Media: []string{"old"}}, func(d *document.Document) error {
-		d.Type, d.URL, d.File, d.IsDeleted = document.PDF, "", &document.File{ID: "old", Name: "o.pdf"}, true
-		return nil
-	})
-	must(t, err, "Update d")
-	if users, _ := s.MediaUsers(ctx, "old"); len(users) != 0 {
-		t.Errorf("MediaUsers(old) = %v: a document in the trash is no user", users)
-	}
-
-	releaseCreate := block(t, func(fn func(*document.Document) error) error {
-		_, err := s.Create(ctx, "new", document.Refs{Tags: []string{"t"}, Media: []string{"m1"}}, fn)
-		return err
-	}, func(d *document.Document) { _ = link("new", "t")(d) })
-	releaseUpdate := block(t, func(fn func(*document.Document) error) error {
-		_, err := s.Update(ctx, "a", document.Refs{Media: []string{"m2"}}, fn)
-		return err
-	}, func(d *document.Document) { d.Title = "a2" })
-	releaseRestore := block(t, func(fn func(*document.Document) error) error {
-		_, err := s.Update(ctx, "d", document.Refs{}, fn)
-		return err
-	}, func(d *document.Document) { d.IsDeleted = false })
-
-	for _, c := range []struct {
-		media string
-		want  string
-	}{{"m1", "new"}, {"m2", "a"}, {"old", "d"}} {
-		users, err := s.MediaUsers(ctx, c.media)
-		must(t, err, "MediaUsers")
-		if strings.Join(users, ",") != c.want {
-			t.Errorf("MediaUsers(%s) during the writes = %v, want [%s]", c.media, users, c.want)
-		}
-	}
-	if ids, _ := s.Naming(ctx, document.Refs{Tags: []string{"t"}}); strings.Join(ids, ",") != "new" {
-		t.Errorf("Naming(t) during the create = %v, want [new]", ids)
-	}
-	if _, err := s.Get(ctx, "new"); !errors.Is(err, document.ErrNotFound) {
-		t.Errorf("Get of a document being created = %v, want ErrNotFound", err)
-	}
-	must(t, releaseCreate(), "Create")
-	must(t, releaseUpdate(), "Update")
-	must(t, releaseRestore(), "Restore")
-	if users, _ := s.MediaUsers(ctx, "m2"); len(users) != 0 {
-		t.Errorf("MediaUsers(m2) after the write = %v: it did not add m2", users)
-	}
-	if users, _ := s.MediaUsers(ctx, "old"); strings.Join(users, ",") != "d" {
-		t.Errorf("MediaUsers(old) after the restore = %v, want [d]", users)
-	}
-	_ = trashed
 }
 
 func updateEach(t *testing.T, s Store) {
