@@ -32,17 +32,18 @@ import (
 
 const service = "catalog"
 
-// Background work: holds left by writers that died are released
-// (mongostore.ReleaseStale); the trash is purged of documents older than
+// Background work: scheduled publications are applied; revisions older
+// than their retention go; the trash is purged of documents older than
 // the retention; the tag categories, which order related documents, are
 // revalidated (sync revalidates them itself, at most every second, while
 // clients sync).
 const (
 	categoriesEvery = 10 * time.Second
-	// Revisions a writer that died did not store (document/editorial.go).
-	settleEvery = 5 * time.Second
+	// The retention of revisions by age (REVISION_RETENTION) runs at most
+	// once a minute (document.Service.ExpireRevisions).
+	expireEvery = 10 * time.Second
 	// Scheduled publications are applied within a second (every replica
-	// looks; the store's hold makes one apply each).
+	// looks; the store's transaction makes one apply each).
 	scheduleEvery = 500 * time.Millisecond
 )
 
@@ -140,9 +141,11 @@ func run(ctx context.Context) error {
 	refs := upstream.New(cfg.taxonomyURL, cfg.mediaURL)
 	svc := document.NewService(store, refs, log)
 	svc.SetRetention(cfg.revisionRetention)
+	store.KeepRevisions(cfg.revisionRetention.Count)
 	// Every document in memory, answering the reads; filled now, in the
 	// background, and kept in step with the store's change sequence.
 	lib := library.New(store, refs, log)
+	store.RenderPublic(httpapi.PublicDetail(lib)) // before any write
 	defer lib.Close()
 	go func() {
 		if _, err := lib.Get(ctx, 0); err != nil {
@@ -159,11 +162,13 @@ func run(ctx context.Context) error {
 
 	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
 	defer stopCategories()
-	stopSettling := periodic.Start(ctx, log, "storing revisions left unstored", settleEvery, func(ctx context.Context) error {
-		_, err := svc.Settle(ctx, 500)
-		return err
-	})
-	defer stopSettling()
+	if cfg.revisionRetention.Age > 0 {
+		stopExpiring := periodic.Start(ctx, log, "removing revisions older than the retention", expireEvery, func(ctx context.Context) error {
+			_, err := svc.ExpireRevisions(ctx)
+			return err
+		})
+		defer stopExpiring()
+	}
 	// Also catches up at start-up what fell due while every replica was down.
 	stopSchedule := periodic.Start(ctx, log, "applying scheduled publications", scheduleEvery, func(ctx context.Context) error {
 		changed, err := svc.RunSchedule(ctx, time.Now(), 100)

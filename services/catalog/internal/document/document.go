@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -84,11 +85,8 @@ type Document struct {
 	// The editorial workflow (editorial.go, draft.go). Version counts the
 	// writes of this document (its ETag, and the number of the revision
 	// each write keeps); Change says who made the last one, when and why.
-	// RevisionPending: the revision of Version is not known to be stored
-	// yet (it is written after the document, see editorial.go).
-	Version         int64
-	Change          Change
-	RevisionPending bool
+	Version int64
+	Change  Change
 	// Status is Published or Draft ("" is read as Published: documents
 	// stored before drafts existed). Draft holds the pending changes of a
 	// published document (content fields only), nil when there are none.
@@ -163,30 +161,42 @@ func (d Document) Clone() Document {
 }
 
 // Event is what a write tells the other services, through the store's
-// outbox, in the same write.
+// outbox, in the write's transaction.
 type Event int
 
-// The events a document write can cause.
+// The events a document write can cause (libs/events: the subject of
+// each is library.catalog.document.<name>).
 const (
-	Deleted       Event = iota + 1 // library.catalog.document.deleted
-	Purged                         // library.catalog.document.purged
-	Publication                    // library.catalog.document.published
-	Unpublication                  // library.catalog.document.unpublished
+	Deleted       Event = iota + 1 // deleted
+	Purged                         // purged
+	Publication                    // published
+	Unpublication                  // unpublished
+	Created                        // created
+	Updated                        // updated: the live version's content changed
+	DraftSaved                     // draft_saved: a draft's content, or pending changes, saved or discarded
+	Scheduled                      // scheduled: publishAt or unpublishAt set, moved or cleared
+	Restored                       // restored from the trash
 )
 
-// Events returns the events of the change from before to after: a document
-// put in the trash, and one purged from it, are announced; so are a
-// publication of an existing document (a draft made public, or pending
-// changes made live) and an unpublication (draft.go). A create announces
-// nothing, published or not, as before drafts existed.
+// Events returns the events of the change from before to after: every
+// change is announced. A create (an import's too) is Created; a move to
+// or from the trash, a purge, a publication of an existing document (a
+// draft made public, or pending changes made live) and an unpublication
+// (draft.go) are each their own event; any other write says what it
+// changed: the content the public side sees (Updated), a draft or pending
+// changes (DraftSaved), the schedule (Scheduled), one event each. A write
+// that changed none of these (only its editorial record) announces
+// nothing.
 func Events(before, after Document) []Event {
 	switch {
-	case before.Seq == 0: // a create, an imported deleted document's too (import.go)
-		return nil
+	case before.Seq == 0:
+		return []Event{Created}
 	case after.IsDeleted && !before.IsDeleted:
 		return []Event{Deleted}
 	case after.Purged() && !before.Purged():
 		return []Event{Purged}
+	case before.IsDeleted && !after.IsDeleted:
+		return []Event{Restored}
 	}
 	_, wasPublic := PublicView(before)
 	_, isPublic := PublicView(after)
@@ -196,7 +206,36 @@ func Events(before, after Document) []Event {
 	case wasPublic && !isPublic:
 		return []Event{Unpublication}
 	}
-	return nil
+	var out []Event
+	if !sameContent(contentOf(before), contentOf(after)) {
+		if after.State() == Draft {
+			out = append(out, DraftSaved)
+		} else {
+			out = append(out, Updated)
+		}
+	}
+	if (before.Draft == nil) != (after.Draft == nil) || before.Draft != nil && !sameContent(*before.Draft, *after.Draft) {
+		out = append(out, DraftSaved)
+	}
+	if !before.PublishAt.Equal(after.PublishAt) || !before.UnpublishAt.Equal(after.UnpublishAt) {
+		out = append(out, Scheduled)
+	}
+	return slices.Compact(out)
+}
+
+// sameContent reports whether a and b have the same content fields (an
+// empty list and none are the same; TagSince is bookkeeping).
+func sameContent(a, b Document) bool {
+	a, b = contentOf(a), contentOf(b)
+	a.TagSince, b.TagSince = nil, nil
+	for _, d := range []*Document{&a, &b} {
+		for _, l := range []*[]string{&d.TagsIDs, &d.Sources, &d.ImagesIDs, &d.RelatedIDs} {
+			if len(*l) == 0 {
+				*l = nil
+			}
+		}
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // Media is what the catalog knows of a media record when checking a reference.

@@ -2,24 +2,9 @@ package document
 
 // The editorial record of a document: a version per write (the ETag a
 // back-office client sends back in If-Match), and a revision per write,
-// kept in the store's revisions (Revisions), keyed (document id, version).
-//
-// # A revision is never lost nor invented, without transactions
-//
-// The document write and the revision write are two single-document
-// writes. The document is written first, with RevisionPending set: it is
-// itself the revision of its version (the document as it is after the
-// write, with who, when and why in Change). The revision record is
-// inserted later (idempotently: a second insert of the same key changes
-// nothing), by whichever comes first: the next write of the document,
-// which stores the revision of the state it starts from before it commits
-// (while it holds the document, so no third write interleaves); a read of
-// the document's revisions (repair); or a background job (Settle) for
-// documents marked for longer than a few seconds, which also clears the
-// mark if the document is still at that version. A revision is only ever
-// made from a committed document, so none is invented; the mark stays
-// until it is stored, so none is lost. A write thus costs one insert more
-// (the previous version's revision), not two writes and a wait.
+// kept in the store's revisions (Revisions), keyed (document id, version):
+// the document as it is after the write, with who, when and why in Change,
+// stored in the write's transaction.
 
 import (
 	"context"
@@ -69,21 +54,14 @@ const (
 // is.
 type Revisions interface {
 	PutRevisions(ctx context.Context, revs []Revision) error
-	// SettleRevision clears the document's RevisionPending mark if it is
-	// still at version.
-	SettleRevision(ctx context.Context, id string, version int64) error
-	// Unsettled returns up to limit documents whose mark is older than the
-	// given time (by Change.At).
-	Unsettled(ctx context.Context, before time.Time, limit int) ([]Document, error)
 	// ListRevisions returns up to limit revisions of the document with a
 	// version below before, newest first, with their Doc only if withDocs.
 	ListRevisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]Revision, error)
 	// GetRevision returns one revision; ErrRevisionNotFound if there is none.
 	GetRevision(ctx context.Context, id string, version int64) (Revision, error)
-	// TrimRevisions removes the revisions of each document up to its
-	// version (retention by count), ExpireRevisions those made before the
-	// time (retention by age; the document itself stays as it is).
-	TrimRevisions(ctx context.Context, upTo map[string]int64) error
+	// ExpireRevisions removes those made before the time (retention by
+	// age; the document itself stays as it is). The retention by count is
+	// the store's, applied in each write's transaction.
 	ExpireRevisions(ctx context.Context, before time.Time) (int64, error)
 }
 
@@ -163,39 +141,16 @@ func tagVersion(tag string) int64 {
 }
 
 // write wraps a write's rules (fn) with the editorial record: the If-Match
-// check, the next version, who/when/why, and the revision of the state it
-// starts from if that one is still unsettled (see the file comment).
+// check, the next version, and who/when/why (the store keeps the revision
+// of the new version in the write's transaction).
 func (s *Service) write(ctx context.Context, why string, fn func(*Document) error) func(*Document) error {
-	return s.record(ctx, why, nil, fn)
+	return s.record(ctx, why, s.now, fn)
 }
 
-// revisionBatch is the editorial record of a write of many documents at
-// once (a tag deletion): one time per round for all of them (at, set when
-// the round holds its documents), and the revisions of
-// the states they start from, stored together by flush before the store
-// commits (the store calls it once per round), so the write costs a
-// bounded number of database operations whatever the number of documents.
-type revisionBatch struct {
-	at   time.Time
-	revs []Revision
-}
-
-// flush stores the batch's revisions, then applies the retention by count.
-func (s *Service) flush(b *revisionBatch) func(context.Context) error {
-	return func(ctx context.Context) error {
-		revs := b.revs
-		b.revs = nil
-		if err := s.store.PutRevisions(ctx, revs); err != nil {
-			return err
-		}
-		s.trim(ctx, revs...)
-		return nil
-	}
-}
-
-// record is write; with a batch, the revision of the state a document
-// starts from goes into it instead of to the store at once.
-func (s *Service) record(ctx context.Context, why string, batch *revisionBatch, fn func(*Document) error) func(*Document) error {
+// record is write with the change's time taken from at: a write of many
+// documents at once (a tag deletion) gives them all one time, so that the
+// store can write those that only lose the same tags with one statement.
+func (s *Service) record(ctx context.Context, why string, at func() time.Time, fn func(*Document) error) func(*Document) error {
 	return func(d *Document) error {
 		if d.Seq > 0 && !matches(ctx, d.Version) {
 			return ErrVersionMismatch
@@ -204,121 +159,35 @@ func (s *Service) record(ctx context.Context, why string, batch *revisionBatch, 
 		if err := fn(d); err != nil {
 			return err
 		}
-		d.Version = before.Version + 1
 		if s.noRevisions {
 			return nil
 		}
-		at := s.now()
-		if batch != nil {
-			at = batch.at
-		}
+		d.Version = before.Version + 1
 		// Just after this document's last change when that is not before
 		// (another replica's clock ahead): its revisions' times run forward,
 		// so age retention never keeps an older one and removes a newer.
-		if !before.Change.At.Before(at) {
-			at = before.Change.At.Add(time.Millisecond)
+		when := at()
+		if !before.Change.At.Before(when) {
+			when = before.Change.At.Add(time.Millisecond)
 		}
-		switch {
-		case batch != nil:
-			if before.RevisionPending {
-				batch.revs = append(batch.revs, revisionOf(before))
-			}
-		case before.RevisionPending:
-			rev := revisionOf(before)
-			if err := s.store.PutRevisions(ctx, []Revision{rev}); err != nil {
-				return err
-			}
-			s.trim(ctx, rev)
-		}
-		d.Change = Change{By: identity.Name(ctx), At: at, Why: why}
-		d.RevisionPending = true
+		d.Change = Change{By: identity.Name(ctx), At: when, Why: why}
 		return nil
 	}
 }
 
-func revisionOf(d Document) Revision {
-	d = d.Clone()
-	d.RevisionPending = false
-	return Revision{DocumentID: d.ID, Version: d.Version, Change: d.Change, Doc: d}
-}
-
-// settle stores the revisions of marked documents and clears their marks
-// (Settle, repair). A failure is logged, not returned: the mark stays, and
-// the next write or the Settle job finishes it.
-func (s *Service) settle(ctx context.Context, docs ...Document) {
-	if s.noRevisions {
-		return
+// ExpireRevisions applies the retention by age, at most once per
+// expireEvery (every replica runs it often). Idempotent, safe on several
+// replicas.
+func (s *Service) ExpireRevisions(ctx context.Context) (int64, error) {
+	now := s.now()
+	if s.retention.Age <= 0 || now.Sub(time.Unix(0, s.expiredAt.Load())) < expireEvery {
+		return 0, nil
 	}
-	var revs []Revision
-	for _, d := range docs {
-		if d.RevisionPending && !d.Purged() {
-			revs = append(revs, revisionOf(d))
-		}
-	}
-	if len(revs) == 0 {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	if err := s.store.PutRevisions(ctx, revs); err != nil {
-		s.log.WarnContext(ctx, "revisions not stored yet; the next write or the settling job stores them", "error", err)
-		return
-	}
-	for _, r := range revs {
-		if err := s.store.SettleRevision(ctx, r.DocumentID, r.Version); err != nil {
-			s.log.WarnContext(ctx, "revision stored, its mark not cleared; the settling job clears it", "document_id", r.DocumentID, "error", err)
-		}
-	}
-	s.trim(ctx, revs...)
-}
-
-// trim applies the retention by count once the revisions are stored, with
-// one deletion for all their documents.
-func (s *Service) trim(ctx context.Context, revs ...Revision) {
-	n := int64(s.retention.Count)
-	if n <= 0 {
-		return
-	}
-	upTo := map[string]int64{}
-	for _, r := range revs {
-		if r.Version > n && r.Version-n > upTo[r.DocumentID] {
-			upTo[r.DocumentID] = r.Version - n
-		}
-	}
-	if err := s.store.TrimRevisions(ctx, upTo); err != nil {
-		s.log.WarnContext(ctx, "old revisions not trimmed; the next write trims them", "error", err)
-	}
-}
-
-// repair returns the document id, its latest revision stored first if it
-// is still only marked (a read of revisions sees every one).
-func (s *Service) repair(ctx context.Context, id string) (Document, error) {
-	d, err := s.store.Get(ctx, id)
-	if err == nil && d.RevisionPending && !s.noRevisions {
-		s.settle(ctx, d)
-	}
-	return d, err
-}
-
-// settleAfter is how long a document may stay marked before the Settle
-// job stores its revision: its writer normally does it at once.
-const settleAfter = 5 * time.Second
-
-// Settle stores the revisions of documents whose writer died between the
-// document write and the revision write, at most limit a call, and applies
-// the retention by age. Idempotent, safe on several replicas.
-func (s *Service) Settle(ctx context.Context, limit int) (int, error) {
-	docs, err := s.store.Unsettled(ctx, s.now().Add(-settleAfter), limit)
-	if err != nil {
-		return 0, err
-	}
-	s.settle(ctx, docs...)
-	if now := s.now(); s.retention.Age > 0 && now.Sub(time.Unix(0, s.expiredAt.Load())) >= expireEvery {
-		if _, err := s.store.ExpireRevisions(ctx, now.Add(-s.retention.Age)); err != nil {
-			return len(docs), err
-		}
+	n, err := s.store.ExpireRevisions(ctx, now.Add(-s.retention.Age))
+	if err == nil {
 		s.expiredAt.Store(now.UnixNano())
 	}
-	return len(docs), nil
+	return n, err
 }
 
 // expireEvery is how often a replica applies the retention by age: an age
@@ -352,7 +221,8 @@ func ParseRetention(s string) (Retention, error) {
 	return Retention{Age: age}, nil
 }
 
-// SetRetention sets how many revisions are kept (default: all).
+// SetRetention sets how long revisions are kept (default: always); the
+// retention by count is the store's.
 func (s *Service) SetRetention(r Retention) { s.retention = r }
 
 // RevisionPage is a page of a document's revisions, newest first, and
@@ -371,7 +241,7 @@ type RevisionPage struct {
 // older is kept (and a history retained down to its last few is not walked
 // to version 1 one empty page at a time).
 func (s *Service) Revisions(ctx context.Context, id string, before int64, limit int, withDocs bool) (RevisionPage, error) {
-	d, err := s.repair(ctx, id)
+	d, err := s.store.Get(ctx, id)
 	if err != nil {
 		return RevisionPage{}, err
 	}
@@ -391,7 +261,7 @@ func (s *Service) Revisions(ctx context.Context, id string, before int64, limit 
 
 // Revision returns one revision of the document.
 func (s *Service) Revision(ctx context.Context, id string, version int64) (Revision, error) {
-	if _, err := s.repair(ctx, id); err != nil {
+	if _, err := s.store.Get(ctx, id); err != nil {
 		return Revision{}, err
 	}
 	return s.store.GetRevision(ctx, id, version)

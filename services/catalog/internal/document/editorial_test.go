@@ -100,35 +100,26 @@ func TestIfMatch(t *testing.T) {
 	}
 }
 
-// A revision whose writer died before storing it is stored by the next
-// write, or by Settle; none is stored twice nor made up.
-func TestAnUnstoredRevisionIsNotLost(t *testing.T) {
+// Every write's revision commits with it: there as soon as the write
+// answered, and a write refused leaves none.
+func TestARevisionCommitsWithItsWrite(t *testing.T) {
 	svc, store := newService(t, newWorld())
 	ctx := context.Background()
 	d, err := svc.Create(ctx, link("one"))
 	testkit.Must(t, err, "Create")
-	// The crash: a write whose document was written with its mark, its
-	// revision not (the create's revision stored first, as every write
-	// stores the one before it).
-	_, err = svc.Revisions(ctx, d.ID, 0, 1, false)
-	testkit.Must(t, err, "Revisions")
-	_, err = store.Update(ctx, d.ID, document.Refs{}, func(x *document.Document) error {
-		x.Title, x.Version, x.RevisionPending = "crashed", x.Version+1, true
-		x.Change = document.Change{At: time.Now().UTC().Truncate(time.Millisecond), Why: "test"}
-		return nil
-	})
-	testkit.Must(t, err, "crashed write")
-	_, err = svc.Update(ctx, d.ID, link("three"))
+	_, err = svc.Update(ctx, d.ID, link("two"))
 	testkit.Must(t, err, "Update")
-	r, err := svc.Revision(ctx, d.ID, 2)
-	if err != nil || r.Doc.Title != "crashed" {
-		t.Errorf("revision 2 = %+v, %v; want the crashed write's", r, err)
+	_, err = svc.Update(document.IfMatch(ctx, []int64{1}), d.ID, link("stale"))
+	if !errors.Is(err, document.ErrVersionMismatch) {
+		t.Fatalf("stale update = %v, want a version mismatch", err)
 	}
-	if n, err := svc.Settle(ctx, 10); n != 0 || err != nil {
-		t.Errorf("Settle = %d, %v; want nothing left", n, err)
+	for v, title := range map[int64]string{1: "one", 2: "two"} {
+		if r, err := store.GetRevision(ctx, d.ID, v); err != nil || r.Doc.Title != title {
+			t.Errorf("revision %d = %+v, %v; want %q", v, r, err, title)
+		}
 	}
-	if got := versions(t, svc, d.ID); got != "PATCH,test,POST" {
-		t.Errorf("revisions = %s", got)
+	if _, err := store.GetRevision(ctx, d.ID, 3); !errors.Is(err, document.ErrRevisionNotFound) {
+		t.Errorf("revision 3 = %v, want none", err)
 	}
 }
 

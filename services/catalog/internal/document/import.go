@@ -62,16 +62,14 @@ func (s *Service) importDocument(ctx context.Context, d Document) (Document, boo
 		return Document{}, false, err
 	}
 	// Without the revision of its version (imported without its history)
-	// the document's current state becomes that revision: an export lists
-	// a history down from the document's version, and would otherwise fail
-	// on this document for as long as it exists.
-	own := err != nil
+	// the document's current state becomes that revision, stored with it:
+	// an export lists a history down from the document's version, and
+	// would otherwise fail on this document for as long as it exists.
 	stored, err := s.store.Create(ctx, d.ID, d.Refs(), func(nd *Document) error {
 		checked, err := s.importRefs(ctx, d)
 		if err != nil {
 			return err
 		}
-		checked.RevisionPending = own // stored by the settling job should the write below fail
 		*nd = checked
 		return nil
 	})
@@ -80,11 +78,6 @@ func (s *Service) importDocument(ctx context.Context, d Document) (Document, boo
 			return got, false, sameImport(got, d)
 		}
 		return Document{}, false, err
-	}
-	if own {
-		if err := s.store.PutRevisions(ctx, []Revision{revisionOf(stored)}); err != nil {
-			s.log.Warn("the revision of an imported document is left to the settling job", "document", d.ID, "error", err)
-		}
 	}
 	return stored, true, nil
 }
@@ -248,7 +241,7 @@ func (s *Service) importRefs(ctx context.Context, d Document) (Document, error) 
 	if err := errs.Err(); err != nil {
 		return Document{}, err
 	}
-	d.Seq, d.DeletedSeq, d.RevisionPending = 0, 0, false
+	d.Seq, d.DeletedSeq = 0, 0
 	return d, nil
 }
 
@@ -265,7 +258,7 @@ func sameImport(stored, imported Document) error {
 // may change (nil or empty lists, a date's location).
 func normImport(d Document) Document {
 	d = d.Clone()
-	d.Seq, d.DeletedSeq, d.RevisionPending, d.TagSince, d.Change = 0, 0, false, nil, Change{}
+	d.Seq, d.DeletedSeq, d.TagSince, d.Change = 0, 0, nil, Change{}
 	for _, s := range []*[]string{&d.TagsIDs, &d.Sources, &d.ImagesIDs, &d.RelatedIDs} {
 		if len(*s) == 0 {
 			*s = nil

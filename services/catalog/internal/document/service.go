@@ -27,9 +27,9 @@ type Service struct {
 	// noRevisions: the benchmark's baseline (export_test.go), no revision
 	// kept.
 	noRevisions bool
-	// expiredAt is when Settle last applied the retention by age (unix
-	// nanoseconds): a pass reads every revision older than the age, so it
-	// runs once per expireEvery, not at every Settle.
+	// expiredAt is when ExpireRevisions last applied the retention by age
+	// (unix nanoseconds): a pass reads every revision older than the age,
+	// so it runs once per expireEvery.
 	expiredAt atomic.Int64
 }
 
@@ -180,27 +180,25 @@ func (s *Service) Restore(ctx context.Context, id string) (Document, Overdue, er
 // TagsDeleted applies the deletion of tags (their events) to every
 // document, deleted ones included, and returns the documents it changed.
 // Taxonomy is asked whether an id was created anew since (refs.go) once
-// the documents are held, so that a tag created anew, and a document
-// written against it, before the hold are seen as such.
+// the store raised the tags' guards and read the documents naming them,
+// so that a tag created anew, and a document written against it, before
+// that are seen as such.
 func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	var live map[string]time.Time
-	// One change time and one insert of revisions per round for every
-	// document: the store writes the documents that only lose the tags
-	// with one update. The time is the round's, taken once it holds its
-	// documents (look runs then), so it comes after any write a document
-	// waited for (record keeps each document's change times moving
-	// forward).
-	batch := &revisionBatch{}
+	// One change time per round for every document: the store writes the
+	// documents that only lose the same tags with one update. The time is
+	// the round's, taken once it read its documents (look runs then).
+	var at time.Time
 	look := func(ctx context.Context) error {
-		batch.at = s.now()
+		at = s.now()
 		var err error
 		live, err = s.liveAgain(ctx, ids)
 		return err
 	}
-	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.record(ctx, whyEvent+events.TagDeleted, batch, func(d *Document) error {
+	return s.store.UpdateNaming(ctx, Refs{Tags: ids}, look, s.record(ctx, whyEvent+events.TagDeleted, func() time.Time { return at }, func(d *Document) error {
 		dropped := dropDeletedTags(d, ids, live)
 		if d.Draft != nil && dropDeletedTags(d.Draft, ids, live) {
 			dropped = true
@@ -209,7 +207,7 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 			return ErrUnchanged
 		}
 		return nil
-	}), s.flush(batch))
+	}), nil)
 }
 
 // liveAgain returns which of the deleted tags ids exist again, created

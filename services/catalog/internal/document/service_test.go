@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,23 +116,6 @@ func TestReferencesGoneAtTheLookupAreRefused(t *testing.T) {
 	_, err := svc.Create(context.Background(), newDoc)
 	if got := document.Failing(t, err); got != "tagsIds[1],imagesIds[0]" {
 		t.Errorf("failing fields %s", got)
-	}
-}
-
-// The heart of the reference rule (refs.go): while a write checks a media,
-// the media's deletion, asking who uses it, sees the write.
-func TestAWriteInFlightCountsAsAUser(t *testing.T) {
-	w := newWorld()
-	svc, _ := newService(t, w)
-	ctx := context.Background()
-	var users []string
-	var askErr error
-	w.OnMedias(func() { users, askErr = svc.MediaUsers(ctx, "png") })
-	d, err := svc.Create(ctx, newDoc)
-	testkit.Must(t, err, "Create")
-	testkit.Must(t, askErr, "MediaUsers")
-	if !slices.Contains(users, d.ID) {
-		t.Errorf("MediaUsers during the create's lookup = %v, want %s", users, d.ID)
 	}
 }
 

@@ -190,3 +190,16 @@ func toSyncPage(p library.Page) syncPage {
 	}
 	return out
 }
+
+// PublicDetail renders a document's public detail (GET
+// /public/documents/:id/detail) as the catalog's events carry it, its
+// related documents as lib knows them.
+func PublicDetail(lib *library.Library) func(document.Document) json.RawMessage {
+	return func(d document.Document) json.RawMessage {
+		raw, err := json.Marshal(toDetailOf(lib.Current(), &d, false))
+		if err != nil {
+			return nil
+		}
+		return raw
+	}
+}

@@ -71,7 +71,8 @@ func (w *World) Fail(err error) {
 	w.err = err
 }
 
-// OnMedias runs f at the start of each media lookup.
+// OnMedias runs f at the end of each media lookup, once its answer is
+// taken: what f changes happens after the answer, as in a race.
 func (w *World) OnMedias(f func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -106,20 +107,18 @@ func (w *World) Tags(_ context.Context, ids []string) (map[string]time.Time, err
 // Medias implements document.References.
 func (w *World) Medias(_ context.Context, ids []string) (map[string]document.Media, error) {
 	w.mu.Lock()
-	hook := w.onMedias
-	w.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	out := map[string]document.Media{}
 	for _, id := range ids {
 		if m, ok := w.medias[id]; ok {
 			out[id] = m
 		}
 	}
-	return out, w.err
+	hook, err := w.onMedias, w.err
+	w.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return out, err
 }
 
 // CategoriesJSON is the tag categories as taxonomy serves them (ids only).

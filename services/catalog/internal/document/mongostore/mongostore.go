@@ -24,6 +24,7 @@ package mongostore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,7 +54,15 @@ type Store struct {
 	docs *mongo.Collection
 	meta *mongo.Collection
 	revs *mongo.Collection // revisions.go
-	ob   *outbox.Outbox
+	// guards are the reference guards (guards.go).
+	guards *mongo.Collection
+	ob     *outbox.Outbox
+	// keep is how many revisions a document keeps (0: all), trimmed in
+	// the write's transaction.
+	keep int64
+	// public renders a document's public detail for its events (nil: the
+	// events carry none).
+	public func(document.Document) json.RawMessage
 	// client runs the transactions.
 	client *mongo.Client
 	log    *slog.Logger
@@ -71,9 +80,18 @@ var _ document.Store = (*Store)(nil)
 func New(db *mongo.Database, log *slog.Logger) *Store {
 	primary := options.Collection().SetReadPreference(readpref.Primary())
 	return &Store{docs: db.Collection("documents", primary), meta: db.Collection("meta", primary),
-		revs: db.Collection("revisions", primary), ob: outbox.New(db, log), client: db.Client(), log: log,
+		revs: db.Collection("revisions", primary), guards: db.Collection("refguards", primary),
+		ob: outbox.New(db, log), client: db.Client(), log: log,
 		now: func() time.Time { return time.Now().UTC() }}
 }
+
+// KeepRevisions sets how many revisions each document keeps (default,
+// and 0: all).
+func (s *Store) KeepRevisions(n int) { s.keep = int64(n) }
+
+// RenderPublic sets how an event renders the public detail of a document
+// it carries (the HTTP layer's; unset, events carry none).
+func (s *Store) RenderPublic(f func(document.Document) json.RawMessage) { s.public = f }
 
 // Documents is the documents' collection (tests).
 func (s *Store) Documents() *mongo.Collection { return s.docs }
@@ -122,6 +140,9 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.ob.MoveLegacy(ctx, s.client, s.docs); err != nil {
+		return err
+	}
+	if err := s.settleLegacy(ctx); err != nil {
 		return err
 	}
 	// Creates left half-made by the former write path (held placeholders).
@@ -303,8 +324,13 @@ func (s *Store) Pinning(ctx context.Context, ids []string) ([]string, error) {
 	return s.ids(ctx, bson.M{"$or": bson.A{bson.M{"relatedIds": bson.M{"$in": ids}}, bson.M{"draft.relatedIds": bson.M{"$in": ids}}}})
 }
 
-// MediaUsers implements document.Store: live documents using the media.
+// MediaUsers implements document.Store: live documents using the media,
+// read once its guard is raised (a save that checked the media before
+// then runs again and sees its deletion).
 func (s *Store) MediaUsers(ctx context.Context, mediaID string) ([]string, error) {
+	if err := s.raiseGuards(ctx, document.Refs{Media: []string{mediaID}}); err != nil {
+		return nil, err
+	}
 	uses := bson.A{bson.M{"file.id": mediaID}, bson.M{"imagesIds": mediaID},
 		bson.M{"draft.file.id": mediaID}, bson.M{"draft.imagesIds": mediaID}} // pending changes use it too
 	return s.ids(ctx, bson.M{"isDeleted": false, "$or": uses})
@@ -473,25 +499,41 @@ type change struct {
 	before, after document.Document
 }
 
-// Create implements document.Store: fn makes the document outside any
-// transaction (it may ask other services), then one transaction numbers
-// and inserts it with its events.
-func (s *Store) Create(ctx context.Context, id string, _ document.Refs, fn func(*document.Document) error) (document.Document, error) {
-	d := document.Document{ID: id}
-	if err := fn(&d); err != nil {
-		return document.Document{}, err
+// Create implements document.Store: it reads the guards of adds, fn makes
+// the document outside any transaction (it may ask other services about
+// its references), then one transaction numbers and inserts it with its
+// revision and events.
+func (s *Store) Create(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
+	for range attempts(ctx) {
+		guards, err := s.readGuards(ctx, adds)
+		if err != nil {
+			return document.Document{}, err
+		}
+		d := document.Document{ID: id}
+		if err := fn(&d); err != nil {
+			return document.Document{}, err
+		}
+		done, err := s.commit(ctx, nil, guards, []change{{before: document.Document{ID: id}, after: d}})
+		if errors.Is(err, errChanged) {
+			continue
+		}
+		if err != nil {
+			return document.Document{}, err
+		}
+		return done[0], nil
 	}
-	done, err := s.commit(ctx, nil, nil, []change{{before: document.Document{ID: id}, after: d}})
-	if err != nil {
-		return document.Document{}, err
-	}
-	return done[0], nil
+	return document.Document{}, document.ErrConflict
 }
 
 // Update implements document.Store.
-func (s *Store) Update(ctx context.Context, id string, _ document.Refs, fn func(*document.Document) error) (document.Document, error) {
+func (s *Store) Update(ctx context.Context, id string, adds document.Refs, fn func(*document.Document) error) (document.Document, error) {
 	for range attempts(ctx) {
 		before, err := s.Get(ctx, id)
+		if err != nil {
+			return document.Document{}, err
+		}
+		refs := before.Refs()
+		guards, err := s.readGuards(ctx, document.Refs{Tags: append(refs.Tags, adds.Tags...), Media: append(refs.Media, adds.Media...)})
 		if err != nil {
 			return document.Document{}, err
 		}
@@ -502,7 +544,7 @@ func (s *Store) Update(ctx context.Context, id string, _ document.Refs, fn func(
 		case err != nil:
 			return document.Document{}, err
 		}
-		done, err := s.commit(ctx, map[string]int64{id: before.Seq}, nil, []change{{before: before, after: after}})
+		done, err := s.commit(ctx, map[string]int64{id: before.Seq}, guards, []change{{before: before, after: after}})
 		if errors.Is(err, errChanged) {
 			continue
 		}
@@ -520,13 +562,14 @@ func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.
 		return nil, nil
 	}
 	filter := bson.M{"_id": bson.M{"$in": ids}, "purgedAt": absent}
-	return s.updateAll(ctx, filter, nil, hooks{}, fn)
+	return s.updateAll(ctx, filter, hooks{}, fn)
 }
 
-// UpdateNaming implements document.Store: it reads the documents naming
-// refs, calls look, fn on each and prepare, all outside any transaction;
-// then one transaction writes the changes if no document it read changed
-// and no other names refs now, else the whole runs again. Its cost in
+// UpdateNaming implements document.Store: it raises the guards of refs
+// (no save can add one of them after this without checking it anew),
+// reads the documents naming refs, calls look, fn on each and prepare,
+// all outside any transaction; then one transaction writes the changes if
+// no document it read changed, else the whole runs again. Its cost in
 // database operations does not grow with the number of documents (the
 // changes that only drop tags are grouped).
 func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error, prepare func(context.Context) error) ([]document.Document, error) {
@@ -534,7 +577,10 @@ func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(
 	if or == nil {
 		return nil, nil
 	}
-	changed, err := s.updateAll(ctx, bson.M{"$or": or, "purgedAt": absent}, &refs, hooks{look: look, prepare: prepare}, fn)
+	if err := s.raiseGuards(ctx, refs); err != nil {
+		return nil, err
+	}
+	changed, err := s.updateAll(ctx, bson.M{"$or": or, "purgedAt": absent}, hooks{look: look, prepare: prepare}, fn)
 	slices.SortFunc(changed, func(a, b document.Document) int { return strings.Compare(a.ID, b.ID) })
 	return changed, err
 }
@@ -547,9 +593,8 @@ type hooks struct {
 
 // updateAll applies fn to the documents of filter and writes the changed
 // ones in one transaction, which checks that the documents read are still
-// as read (and, with naming, that no other names the refs): else it runs
-// again.
-func (s *Store) updateAll(ctx context.Context, filter bson.M, naming *document.Refs, h hooks, fn func(*document.Document) error) ([]document.Document, error) {
+// as read: else it runs again. fn adds no reference.
+func (s *Store) updateAll(ctx context.Context, filter bson.M, h hooks, fn func(*document.Document) error) ([]document.Document, error) {
 	for range attempts(ctx) {
 		read, err := s.find(ctx, filter, nil)
 		if err != nil || len(read) == 0 {
@@ -560,28 +605,16 @@ func (s *Store) updateAll(ctx context.Context, filter bson.M, naming *document.R
 				return nil, err
 			}
 		}
-		seqs := make(map[string]int64, len(read))
-		var changes []change
-		for _, before := range read {
-			seqs[before.ID] = before.Seq
-			after := before.Clone()
-			switch err := fn(&after); {
-			case errors.Is(err, document.ErrUnchanged):
-			case err != nil:
-				return nil, err
-			default:
-				changes = append(changes, change{before: before, after: after})
-			}
-		}
-		if len(changes) == 0 {
-			return nil, nil
+		seqs, changes, err := applyAll(read, fn)
+		if err != nil || len(changes) == 0 {
+			return nil, err
 		}
 		if h.prepare != nil {
 			if err := h.prepare(ctx); err != nil {
 				return nil, err
 			}
 		}
-		done, err := s.commit(ctx, seqs, naming, changes)
+		done, err := s.commit(ctx, seqs, nil, changes)
 		if errors.Is(err, errChanged) {
 			continue
 		}
@@ -590,17 +623,36 @@ func (s *Store) updateAll(ctx context.Context, filter bson.M, naming *document.R
 	return nil, document.ErrConflict
 }
 
+// applyAll runs fn on a copy of each document read, and returns the seqs
+// read and the changes made.
+func applyAll(read []document.Document, fn func(*document.Document) error) (map[string]int64, []change, error) {
+	seqs := make(map[string]int64, len(read))
+	var changes []change
+	for _, before := range read {
+		seqs[before.ID] = before.Seq
+		after := before.Clone()
+		switch err := fn(&after); {
+		case errors.Is(err, document.ErrUnchanged):
+		case err != nil:
+			return nil, nil, err
+		default:
+			changes = append(changes, change{before: before, after: after})
+		}
+	}
+	return seqs, changes, nil
+}
+
 // commit writes the changes in one transaction: it checks that the
-// documents read are still at the seqs read (and, with naming, that no
-// other document names the refs), takes the next number of the counter,
-// writes every change under it with its events, and returns the
-// documents written. errChanged: nothing written, run again.
-func (s *Store) commit(ctx context.Context, read map[string]int64, naming *document.Refs, changes []change) ([]document.Document, error) {
+// documents read are still at the seqs read and the guards of the
+// references they add as read, takes the next number of the counter,
+// writes every change under it with its revision and events, and returns
+// the documents written. errChanged: nothing written, run again.
+func (s *Store) commit(ctx context.Context, read map[string]int64, guards guardsRead, changes []change) ([]document.Document, error) {
 	ctx, cancel := committing(ctx)
 	defer cancel()
 	var out []document.Document
 	err := mongox.InTx(ctx, s.client, func(ctx context.Context) error {
-		if err := s.unchanged(ctx, read, naming); err != nil {
+		if err := s.unchanged(ctx, read); err != nil {
 			return err
 		}
 		seq, err := s.next(ctx)
@@ -618,6 +670,9 @@ func (s *Store) commit(ctx context.Context, read map[string]int64, naming *docum
 				c.after.DeletedSeq = seq
 			}
 			numbered[i], out[i] = c, c.after
+		}
+		if err := s.keepGuards(ctx, guards, numbered, seq); err != nil {
+			return err
 		}
 		return s.write(ctx, seq, numbered)
 	})
@@ -643,18 +698,15 @@ func committing(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // unchanged checks, in the transaction of ctx, that the documents read
-// are at the seqs read and, with naming, that no other names the refs.
-func (s *Store) unchanged(ctx context.Context, read map[string]int64, naming *document.Refs) error {
-	if len(read) == 0 && naming == nil {
+// are at the seqs read and not purged.
+func (s *Store) unchanged(ctx context.Context, read map[string]int64) error {
+	if len(read) == 0 {
 		return nil
 	}
 	ids := slices.Collect(maps.Keys(read))
 	filter := bson.M{"_id": bson.M{"$in": ids}}
 	if len(ids) == 1 {
 		filter = bson.M{"_id": ids[0]}
-	}
-	if naming != nil {
-		filter = bson.M{"$or": bson.A{filter, bson.M{"$or": namingFilter(*naming), "purgedAt": absent}}}
 	}
 	cur, err := s.docs.Find(ctx, filter, options.Find().SetProjection(bson.M{"_id": 1, "seq": 1, "purgedAt": 1}))
 	if err != nil {
@@ -675,17 +727,21 @@ func (s *Store) unchanged(ctx context.Context, read map[string]int64, naming *do
 	return nil
 }
 
-// write stores the numbered changes and their events in the transaction
-// of ctx: one statement per change, but one for all the changes that only
-// drop the same tags and record the same change (a tag deletion's).
+// write stores the numbered changes, their revisions and their events in
+// the transaction of ctx: one statement per change, but one for all the
+// changes that only drop the same tags and record the same change (a tag
+// deletion's).
 func (s *Store) write(ctx context.Context, seq int64, changes []change) error {
 	var models []mongo.WriteModel
 	groups := map[string]*tagDrop{}
 	var order []string
+	var evs []events.Event
 	for _, c := range changes {
-		if err := s.addEvents(ctx, c.before, c.after); err != nil {
+		e, err := s.events(ctx, seq, c)
+		if err != nil {
 			return err
 		}
+		evs = append(evs, e...)
 		if c.before.Seq == 0 {
 			models = append(models, mongo.NewInsertOneModel().SetDocument(toDoc(c.after)))
 			continue
@@ -703,35 +759,54 @@ func (s *Store) write(ctx context.Context, seq int64, changes []change) error {
 	for _, key := range order {
 		models = append(models, groups[key].models(seq)...)
 	}
-	_, err := s.docs.BulkWrite(ctx, models)
-	return err
+	if _, err := s.docs.BulkWrite(ctx, models); err != nil {
+		return err
+	}
+	if err := s.putRevisions(ctx, changes); err != nil {
+		return err
+	}
+	return s.ob.Add(ctx, evs...)
 }
 
-// addEvents adds the events of a change to the outbox.
-func (s *Store) addEvents(ctx context.Context, before, after document.Document) error {
-	for _, e := range document.Events(before, after) {
-		var ev events.Event
-		var err error
-		switch e {
-		case document.Deleted:
-			ev, err = events.New(ctx, Source, events.DocumentDeleted, events.DocumentDeletedData{DocumentID: after.ID}, after.UpdatedAt)
-		case document.Purged:
-			ev, err = events.New(ctx, Source, events.DocumentPurged, events.DocumentPurgedData{DocumentID: after.ID}, after.PurgedAt)
-		case document.Publication:
-			ev, err = events.New(ctx, Source, events.DocumentPublished,
-				events.DocumentPublishedData{DocumentID: after.ID, Version: after.Version}, after.PublishedAt)
-		case document.Unpublication:
-			ev, err = events.New(ctx, Source, events.DocumentUnpublished,
-				events.DocumentUnpublishedData{DocumentID: after.ID, Version: after.Version}, after.UpdatedAt)
-		}
-		if err != nil {
-			return err
-		}
-		if err := s.ob.Add(ctx, ev); err != nil {
-			return err
-		}
+// subjects are the events' subjects.
+var subjects = map[document.Event]string{
+	document.Deleted: events.DocumentDeleted, document.Purged: events.DocumentPurged,
+	document.Publication: events.DocumentPublished, document.Unpublication: events.DocumentUnpublished,
+	document.Created: events.DocumentCreated, document.Updated: events.DocumentUpdated,
+	document.DraftSaved: events.DocumentDraftSaved, document.Scheduled: events.DocumentScheduled,
+	document.Restored: events.DocumentRestored,
+}
+
+// events are the events of a change numbered seq: who made it, and the
+// public detail when the change left the document public.
+func (s *Store) events(ctx context.Context, seq int64, c change) ([]events.Event, error) {
+	kinds := document.Events(c.before, c.after)
+	if len(kinds) == 0 {
+		return nil, nil
 	}
-	return nil
+	d := c.after
+	data := events.DocumentData{DocumentID: d.ID, Version: d.Version, Seq: seq, Actor: d.Change.By}
+	if v, public := document.PublicView(d); public && s.public != nil {
+		data.Public = s.public(v)
+	}
+	out := make([]events.Event, 0, len(kinds))
+	for _, k := range kinds {
+		at := d.Change.At
+		switch {
+		case k == document.Purged:
+			at = d.PurgedAt
+		case k == document.Publication:
+			at = d.PublishedAt
+		case at.IsZero():
+			at = s.now()
+		}
+		ev, err := events.New(ctx, Source, subjects[k], data, at)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }
 
 // idChunk bounds the ids one statement names: a statement must stay under
@@ -747,14 +822,13 @@ type tagDrop struct {
 	tags, draftTags []string
 	version         bool       // the version goes up by one
 	change          *changeDoc // set when the change record is new
-	revPending      bool       // the revision mark is set
 	ids             []string
 	since           []tagSinceDoc // live tagSince entries to pull
 	draftSince      []tagSinceDoc
 }
 
 func (g *tagDrop) key() string {
-	return fmt.Sprintf("%q|%q|%v|%v|%v", g.tags, g.draftTags, g.version, g.change, g.revPending)
+	return fmt.Sprintf("%q|%q|%v|%v", g.tags, g.draftTags, g.version, g.change)
 }
 
 func (g *tagDrop) add(before document.Document) {
@@ -799,9 +873,6 @@ func (g *tagDrop) models(seq int64) []mongo.WriteModel {
 	if g.change != nil {
 		set["change"] = *g.change
 	}
-	if g.revPending {
-		set["revPending"] = true
-	}
 	update := bson.M{"$pullAll": pull, "$set": set}
 	if g.version {
 		update["$inc"] = bson.M{"version": int64(1)}
@@ -818,7 +889,7 @@ func (g *tagDrop) models(seq int64) []mongo.WriteModel {
 // tagDropOf returns the group of a change that is before less some of its
 // tags and their TagSince, in the live version or the pending changes,
 // with at most the editorial record's own moves (the next version, a new
-// change record, the revision mark set); such a change has no events.
+// change record).
 func tagDropOf(before, after document.Document) (*tagDrop, bool) {
 	g := &tagDrop{tags: dropped(before.TagsIDs, after.TagsIDs)}
 	if before.Draft != nil && after.Draft != nil {
@@ -843,10 +914,6 @@ func tagDropOf(before, after document.Document) (*tagDrop, bool) {
 	if after.Change != before.Change {
 		g.change, want.Change = &changeDoc{By: after.Change.By, At: after.Change.At, Why: after.Change.Why}, after.Change
 	}
-	if before.RevisionPending && !after.RevisionPending {
-		return nil, false
-	}
-	g.revPending, want.RevisionPending = after.RevisionPending, after.RevisionPending
 	if !reflect.DeepEqual(want, after) {
 		return nil, false
 	}

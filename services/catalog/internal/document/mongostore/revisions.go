@@ -3,8 +3,7 @@ package mongostore
 // The editorial fields of a document (version, last change, status,
 // pending changes, schedule) and the revisions collection: one record per
 // (document, version), _id "<documentId>/<version>", holding the document
-// as it was after that write. See document/editorial.go for why a revision
-// is neither lost nor invented without transactions.
+// as it was after that write, inserted in the write's transaction.
 
 import (
 	"context"
@@ -41,8 +40,10 @@ type draftDoc struct {
 }
 
 type editorialDoc struct {
-	Version     int64      `bson:"version,omitempty"`
-	Change      *changeDoc `bson:"change,omitempty"`
+	Version int64      `bson:"version,omitempty"`
+	Change  *changeDoc `bson:"change,omitempty"`
+	// RevPending was set by the version before transactions on a document
+	// whose revision was not stored yet (settleLegacy stores it).
 	RevPending  bool       `bson:"revPending,omitempty"`
 	Status      string     `bson:"status,omitempty"`
 	Draft       *draftDoc  `bson:"draft,omitempty"`
@@ -69,7 +70,7 @@ func timeOf(t *time.Time) time.Time {
 }
 
 func toEditorial(d document.Document) editorialDoc {
-	e := editorialDoc{Version: d.Version, RevPending: d.RevisionPending, Status: string(d.Status),
+	e := editorialDoc{Version: d.Version, Status: string(d.Status),
 		PublishedAt: timePtr(d.PublishedAt), PublishAt: timePtr(d.PublishAt), UnpublishAt: timePtr(d.UnpublishAt),
 		Scheduled: !d.PublishAt.IsZero() || !d.UnpublishAt.IsZero()}
 	if !d.Change.At.IsZero() {
@@ -84,7 +85,7 @@ func toEditorial(d document.Document) editorialDoc {
 }
 
 func (e editorialDoc) into(d *document.Document) {
-	d.Version, d.RevisionPending, d.Status = e.Version, e.RevPending, document.Status(e.Status)
+	d.Version, d.Status = e.Version, document.Status(e.Status)
 	d.PublishedAt, d.PublishAt, d.UnpublishAt = timeOf(e.PublishedAt), timeOf(e.PublishAt), timeOf(e.UnpublishAt)
 	if e.Change != nil {
 		d.Change = document.Change{By: e.Change.By, At: e.Change.At.UTC(), Why: e.Change.Why}
@@ -142,25 +143,68 @@ func onlyDuplicates(err error) bool {
 	return true
 }
 
-// SettleRevision implements document.Revisions. Outside the hold: a write
-// holding the document meanwhile read the mark and stores the same
-// revision again (a no-op), and its commit sets its own.
-func (s *Store) SettleRevision(ctx context.Context, id string, version int64) error {
-	_, err := s.docs.UpdateOne(ctx, bson.M{"_id": id, "version": version, "revPending": true},
-		bson.M{"$unset": bson.M{"revPending": ""}})
+// putRevisions stores, in the write's transaction, the revision of each
+// change that took a new version, and removes the revisions beyond the
+// keep newest of their documents. A create's revision may be there already
+// (an import brings a document's history before it): it is left as it is.
+func (s *Store) putRevisions(ctx context.Context, changes []change) error {
+	var docs []any
+	upTo := bson.A{}
+	for _, c := range changes {
+		if c.after.Version <= c.before.Version {
+			continue
+		}
+		r := revisionDocOf(c.after)
+		if c.before.Seq == 0 {
+			switch err := s.revs.FindOne(ctx, bson.M{"_id": r.ID}).Err(); {
+			case err == nil:
+				continue
+			case !errors.Is(err, mongo.ErrNoDocuments):
+				return err
+			}
+		}
+		docs = append(docs, r)
+		if s.keep > 0 && r.Version > s.keep {
+			upTo = append(upTo, bson.M{"documentId": r.DocumentID, "version": bson.M{"$lte": r.Version - s.keep}})
+		}
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	if _, err := s.revs.InsertMany(ctx, docs); err != nil {
+		return fmt.Errorf("revisions of %d documents: %w", len(docs), err)
+	}
+	if len(upTo) == 0 {
+		return nil
+	}
+	_, err := s.revs.DeleteMany(ctx, bson.M{"$or": upTo})
 	return err
 }
 
-// Unsettled implements document.Revisions.
-func (s *Store) Unsettled(ctx context.Context, before time.Time, limit int) ([]document.Document, error) {
-	docs, err := s.find(ctx, bson.M{"revPending": true}, options.Find().SetLimit(int64(limit)))
-	if err != nil {
-		return nil, err
+func revisionDocOf(d document.Document) revisionDoc {
+	stored := toDoc(d)
+	return revisionDoc{ID: revisionID(d.ID, d.Version), DocumentID: d.ID, Version: d.Version,
+		Change: changeDoc{By: d.Change.By, At: d.Change.At, Why: d.Change.Why}, Doc: &stored}
+}
+
+// settleLegacy stores the revisions the version before transactions left
+// to store (documents marked revPending), and clears their marks.
+func (s *Store) settleLegacy(ctx context.Context) error {
+	marked, err := s.find(ctx, bson.M{"revPending": true}, nil)
+	if err != nil || len(marked) == 0 {
+		return err
 	}
-	// Filtered here: the test database sends only the equality to its index.
-	return slices.DeleteFunc(docs, func(d document.Document) bool {
-		return !d.Change.At.Before(before)
-	}), nil
+	revs := make([]document.Revision, len(marked))
+	ids := make([]string, len(marked))
+	for i, d := range marked {
+		revs[i] = document.Revision{DocumentID: d.ID, Version: d.Version, Change: d.Change, Doc: d}
+		ids[i] = d.ID
+	}
+	if err := s.PutRevisions(ctx, revs); err != nil {
+		return err
+	}
+	_, err = s.docs.UpdateMany(ctx, bson.M{"_id": bson.M{"$in": ids}}, bson.M{"$unset": bson.M{"revPending": ""}})
+	return err
 }
 
 // ListRevisions implements document.Revisions. The page's versions are
