@@ -60,8 +60,8 @@ type settings struct {
 	idempotencyRetention time.Duration
 	// idempotencyDatabase holds the keys of every service.
 	idempotencyDatabase string
-	taxonomyURL          *url.URL
-	mediaURL             *url.URL
+	taxonomyURL         *url.URL
+	mediaURL            *url.URL
 	// trashRetention: documents deleted longer ago are purged; 0 keeps
 	// them forever.
 	trashRetention time.Duration
