@@ -55,7 +55,7 @@ func Start(ctx context.Context, js jetstream.JetStream, svc *document.Service, w
 }
 
 // outage and outages mark an error that means MongoDB or taxonomy could not
-// be reached, or documents stayed held by writes for too long, as
+// be reached, or documents kept changing under the write for too long, as
 // Transient: the event waits for as long as that lasts, instead of moving
 // towards dead-letter after MaxDeliver attempts.
 func outage(fn events.Handler) events.Handler {

@@ -271,18 +271,16 @@ func (e *UnavailableError) Error() string { return fmt.Sprintf("%s unavailable: 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Store keeps documents. Create and Update are the only ways to change
-// one: the store owns concurrency (a write holds the document, so two never
-// interleave, and a crashed writer's hold is released after a while) and
-// the change sequence; the closure owns the rules. Every write gets the
-// next Seq, and the events of Events(before, after) are recorded in the
-// same single-document write, so none is lost.
+// one: the store owns concurrency and the change sequence; the closure
+// owns the rules. The closure runs outside any transaction (it may ask
+// other services), then one transaction checks that the document is still
+// as the closure saw it (else the closure runs again on what it is now),
+// gives it the next Seq and stores it with its revision and the events of
+// Events(before, after), so none is lost.
 //
-// While a write is in flight, the document is held: its current references
-// and those the write declared (adds) count as used (Naming, MediaUsers),
-// so a deletion of a tag or media that asks during the write sees them
-// (refs.go). The closure may call other services (the reference lookups);
-// the references of the new state must be among those held, else the
-// write fails.
+// adds are the references the write may add: their guards are read
+// before the closure and checked in the transaction (refs.go); a
+// reference the new state adds must be among them or the write fails.
 type Store interface {
 	// Create stores a new document under id, made by fn from a zero
 	// Document carrying only the id.
@@ -292,28 +290,26 @@ type Store interface {
 	Update(ctx context.Context, id string, adds Refs, fn func(*Document) error) (Document, error)
 	// UpdateEach applies fn to each document of ids, as Update does,
 	// skipping the ones that do not exist, and returns those it changed.
+	// fn adds no reference.
 	UpdateEach(ctx context.Context, ids []string, fn func(*Document) error) ([]Document, error)
 
 	// UpdateNaming applies fn, as UpdateEach does, to every document,
-	// deleted or not, that names one of refs, waiting for those a write in
-	// flight holds (Naming). Each round holds the documents first, then
-	// calls look (when it holds any), then fn: a lookup in another service
-	// made in look comes after the hold; then prepare (when fn changed
-	// any), before the commit: what must be stored before the documents
-	// change (the revisions of the states they start from). Its cost in
-	// database operations does not grow with the number of documents.
-	UpdateNaming(ctx context.Context, refs Refs, look func(context.Context) error, fn func(*Document) error, prepare func(context.Context) error) ([]Document, error)
+	// deleted or not, that names one of refs, once it raised their guards
+	// (refs.go). Each round reads the documents, then calls look (when it
+	// read any), then fn. Its cost in database operations does not grow
+	// with the number of documents.
+	UpdateNaming(ctx context.Context, refs Refs, look func(context.Context) error, fn func(*Document) error) ([]Document, error)
 
 	// Get returns a document, deleted or not (purged ones are gone).
 	Get(ctx context.Context, id string) (Document, error)
 	// Naming returns the ids of documents, deleted or not, that name one of
-	// the references, or are held by a write that may.
+	// the references.
 	Naming(ctx context.Context, refs Refs) ([]string, error)
 	// Pinning returns the ids of documents, deleted or not, that pin one
 	// of ids as related.
 	Pinning(ctx context.Context, ids []string) ([]string, error)
-	// MediaUsers returns the ids of documents not deleted that use the
-	// media, and of documents held by a write that may make them do so.
+	// MediaUsers raises the media's guard, then returns the ids of
+	// documents not deleted that use it.
 	MediaUsers(ctx context.Context, mediaID string) ([]string, error)
 	// Trashed returns up to limit ids of documents deleted before the
 	// given time and not purged.

@@ -9,9 +9,10 @@ package document
 //
 // A scheduled publication (PublishAt) or unpublication (UnpublishAt) is
 // applied by RunSchedule, which every replica runs often: each due
-// document is changed by the store's one write path, which holds it, and
-// the rule re-checks that the schedule is still due on the held document,
-// so however many replicas find it due, exactly one applies it.
+// document is changed by the store's one write path, and the rule
+// re-checks that the schedule is still due on the document as the
+// transaction commits it, so however many replicas find it due, exactly
+// one applies it.
 
 import (
 	"context"

@@ -134,8 +134,8 @@ func validate(ctx context.Context, in Input) (Document, validation.Errors) {
 	return d, errs
 }
 
-// adds returns the references in names, for the store to hold while they
-// are checked (refs.go).
+// adds returns the references in names, whose guards the store reads
+// before they are checked (refs.go).
 func (in Input) adds() Refs {
 	r := Refs{Tags: askable(in.TagsIDs), Media: askable(in.ImagesIDs)}
 	if in.FileID != "" && len(in.FileID) <= MaxRefIDLen {

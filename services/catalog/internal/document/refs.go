@@ -5,30 +5,35 @@ package document
 // the catalog learns of a deletion by asking them (at write time) and by
 // their deletion events (afterwards). This file is every part of the rule.
 //
-// # Before a write: hold, then check
+// # Before a write: check, then commit against the guards
 //
-// A create, PATCH or restore first holds the document (Store: the write is
-// in flight, and the references it is about to add count as used by it),
-// then asks taxonomy and media about them (checkRefs), then commits. An
-// unknown tag or media, or a media whose deletion is under way, is a 422
-// naming the field; an unreachable service is a 503 and nothing changes.
+// A create, PATCH or restore reads the guards of the references it may
+// add (Store: a record per tag or media id, whose counter a deletion
+// raises), asks taxonomy and media about them (checkRefs), then commits
+// in one transaction that checks the guards are as read. No document is
+// held while another service is asked. An unknown tag or media, or a
+// media whose deletion is under way, is a 422 naming the field; an
+// unreachable service is a 503 and nothing changes.
 //
-// Holding before asking is what makes a deletion racing the write safe, on
-// MongoDB as on any store with single-document atomicity. A media deletion
-// marks the media as being deleted, then asks the catalog who uses it
-// (MediaUsers, which counts held documents). Either the catalog's lookup
-// came after the mark, and the write is refused (422), or it came before,
-// so the hold came before the deletion's question, which then sees the
-// document (held or written) and refuses the deletion (409). Both can
+// A deletion raises the guard before it looks for the documents naming
+// the reference. A media deletion marks the media as being deleted, then
+// asks the catalog who uses it (MediaUsers: raise, then read). Either the
+// save's transaction committed before the raise, and the deletion's read
+// sees the document and refuses the deletion (409); or the raise came
+// first, and the save's transaction finds the guard changed: the save runs
+// again, its check now sees the media being deleted, and it is refused
+// (422). The two transactions write the same guard record, so on MongoDB
+// one that overlaps the other waits for or retries after it. Both can
 // never succeed, and a live document never loses a media it was told it
 // has. A tag deletion is the same with its event in place of the
-// question: the event's handler holds the documents naming the tag
-// (UpdateNaming; those a write holds, which Naming counts too, are updated
-// once that write is done), so a tag deleted during a write leaves the
-// document right after it. Only then does it ask taxonomy whether the id
-// was created anew (below): asked before the hold, a tag created anew and
-// a document written against it in between looked like the deleted one,
-// and the document lost it.
+// question: the event's handler raises the tags' guards, then updates
+// every document naming them (UpdateNaming), so a tag deleted during a
+// save either leaves the saved document right after it or refuses the
+// save. Only then does it ask taxonomy whether the id was created anew
+// (below): asked before, a tag created anew and a document written
+// against it in between looked like the deleted one, and the document
+// lost it. refs_race_test.go interleaves a save, and a restore, with each
+// deletion both ways.
 //
 // # A tag id created anew
 //
@@ -52,10 +57,10 @@ package document
 // # Restore
 //
 // A document in the trash kept receiving deletion events, so its tags are
-// current. Its media are asked again while it is held: one gone, or being
-// deleted, is dropped from the restored document (the answer shows it),
-// because the document could otherwise become live with a media whose
-// deletion no longer asks.
+// current. Its media are asked again, against their guards as a save's
+// are: one gone, or being deleted, is dropped from the restored document
+// (the answer shows it), because the document could otherwise become live
+// with a media whose deletion no longer asks.
 
 import (
 	"context"

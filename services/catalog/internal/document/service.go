@@ -207,7 +207,7 @@ func (s *Service) TagsDeleted(ctx context.Context, ids []string) ([]Document, er
 			return ErrUnchanged
 		}
 		return nil
-	}), nil)
+	}))
 }
 
 // liveAgain returns which of the deleted tags ids exist again, created

@@ -145,7 +145,8 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 	if err := s.settleLegacy(ctx); err != nil {
 		return err
 	}
-	// Creates left half-made by the former write path (held placeholders).
+	// Creates left half-made by the version before transactions (its
+	// placeholders, numbered 0).
 	if _, err := s.docs.DeleteMany(ctx, bson.M{"seq": int64(0)}); err != nil {
 		return err
 	}
@@ -562,17 +563,17 @@ func (s *Store) UpdateEach(ctx context.Context, ids []string, fn func(*document.
 		return nil, nil
 	}
 	filter := bson.M{"_id": bson.M{"$in": ids}, "purgedAt": absent}
-	return s.updateAll(ctx, filter, hooks{}, fn)
+	return s.updateAll(ctx, filter, nil, fn)
 }
 
 // UpdateNaming implements document.Store: it raises the guards of refs
 // (no save can add one of them after this without checking it anew),
-// reads the documents naming refs, calls look, fn on each and prepare,
-// all outside any transaction; then one transaction writes the changes if
-// no document it read changed, else the whole runs again. Its cost in
-// database operations does not grow with the number of documents (the
-// changes that only drop tags are grouped).
-func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error, prepare func(context.Context) error) ([]document.Document, error) {
+// reads the documents naming refs, calls look and fn on each, outside any
+// transaction; then one transaction writes the changes if no document it
+// read changed, else the whole runs again. Its cost in database
+// operations does not grow with the number of documents (the changes
+// that only drop tags are grouped).
+func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(context.Context) error, fn func(*document.Document) error) ([]document.Document, error) {
 	or := namingFilter(refs)
 	if or == nil {
 		return nil, nil
@@ -580,39 +581,29 @@ func (s *Store) UpdateNaming(ctx context.Context, refs document.Refs, look func(
 	if err := s.raiseGuards(ctx, refs); err != nil {
 		return nil, err
 	}
-	changed, err := s.updateAll(ctx, bson.M{"$or": or, "purgedAt": absent}, hooks{look: look, prepare: prepare}, fn)
+	changed, err := s.updateAll(ctx, bson.M{"$or": or, "purgedAt": absent}, look, fn)
 	slices.SortFunc(changed, func(a, b document.Document) int { return strings.Compare(a.ID, b.ID) })
 	return changed, err
 }
 
-// hooks are what updateAll calls besides fn: look once it read documents,
-// prepare once fn changed some. Either may be nil.
-type hooks struct {
-	look, prepare func(context.Context) error
-}
-
-// updateAll applies fn to the documents of filter and writes the changed
-// ones in one transaction, which checks that the documents read are still
-// as read: else it runs again. fn adds no reference.
-func (s *Store) updateAll(ctx context.Context, filter bson.M, h hooks, fn func(*document.Document) error) ([]document.Document, error) {
+// updateAll applies fn to the documents of filter (after look, when set
+// and it read any) and writes the changed ones in one transaction, which
+// checks that the documents read are still as read: else it runs again.
+// fn adds no reference.
+func (s *Store) updateAll(ctx context.Context, filter bson.M, look func(context.Context) error, fn func(*document.Document) error) ([]document.Document, error) {
 	for range attempts(ctx) {
 		read, err := s.find(ctx, filter, nil)
 		if err != nil || len(read) == 0 {
 			return nil, err
 		}
-		if h.look != nil {
-			if err := h.look(ctx); err != nil {
+		if look != nil {
+			if err := look(ctx); err != nil {
 				return nil, err
 			}
 		}
 		seqs, changes, err := applyAll(read, fn)
 		if err != nil || len(changes) == 0 {
 			return nil, err
-		}
-		if h.prepare != nil {
-			if err := h.prepare(ctx); err != nil {
-				return nil, err
-			}
 		}
 		done, err := s.commit(ctx, seqs, nil, changes)
 		if errors.Is(err, errChanged) {

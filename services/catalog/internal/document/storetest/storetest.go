@@ -254,14 +254,14 @@ func stableStaysBelowAWriteInFlight(t *testing.T, s Store) {
 	release := block(t, func(fn func(*document.Document) error) error {
 		_, err := s.Update(ctx, "a", document.Refs{}, fn)
 		return err
-	}, func(d *document.Document) { d.Title = "held" })
-	create(t, s, "b") // committed while a is held
+	}, func(d *document.Document) { d.Title = "in flight" })
+	create(t, s, "b") // committed while a is in flight
 	during, err := s.Stable(ctx)
 	must(t, err, "Stable")
 	must(t, release(), "Update")
 	a, _ := s.Get(ctx, "a")
 	if during >= a.Seq {
-		t.Errorf("stable point %d while a was held, a then got seq %d: a reader could skip it", during, a.Seq)
+		t.Errorf("stable point %d while a was in flight, a then got seq %d: a reader could skip it", during, a.Seq)
 	}
 	after, _ := s.Stable(ctx)
 	if b, _ := s.Get(ctx, "b"); after < a.Seq || after < b.Seq {
