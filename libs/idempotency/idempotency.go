@@ -6,23 +6,18 @@
 // still running is 409. Keys are kept for a stated time in a store every
 // replica shares.
 //
-// Keys (keys.go) is the store services use: a collection with a TTL index
-// in a database every service shares, the outcome committed in the
-// request's transaction. The lease-based Store, Middleware, Claim and the
-// mongostore subpackage are the former store, kept only until taxonomy
-// and media move to Keys; delete them then.
+// Keys (keys.go) keeps them: a collection with a TTL index in a database
+// every service shares, the outcome committed in the request's
+// transaction.
 package idempotency
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
-	"net/http"
-	"time"
 )
 
 // Header is the request header carrying the key.
@@ -30,87 +25,6 @@ const Header = "Idempotency-Key"
 
 // MaxKeyLength bounds a key; the draft suggests UUIDs (36 characters).
 const MaxKeyLength = 255
-
-// Lease is how long a claimed key counts as in flight when its request
-// never finishes (its process died, or the database did not take the
-// outcome): longer than a request may run in the background after its
-// client was answered (a 5 s budget, then up to 10 s to commit), so a
-// retry never runs beside a first attempt that may still write.
-const Lease = 30 * time.Second
-
-// Record is what the store keeps of one key.
-type Record struct {
-	// ID scopes the key to its caller: caller name and key.
-	ID string
-	// Fingerprint identifies the request: method, path and a digest of
-	// the body. Empty while a streamed body is still being read.
-	Fingerprint string
-	// Owner is a random token of the attempt that holds the key.
-	Owner string
-	// Done is set once the first outcome is stored.
-	Done     bool
-	Response Response
-	// LeaseUntil is when an attempt not Done stops counting as in flight.
-	LeaseUntil time.Time
-	// ExpiresAt is when the key is forgotten.
-	ExpiresAt time.Time
-}
-
-// Response is a stored outcome.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// Store keeps records. Implementations must make Claim atomic per ID.
-type Store interface {
-	// Claim inserts rec (not Done) unless a record with its ID exists and
-	// is live (not expired, and Done or within its lease), in which case
-	// it returns that record and claimed false. An expired record or a
-	// lapsed lease is replaced by rec.
-	Claim(ctx context.Context, rec Record, now time.Time) (existing Record, claimed bool, err error)
-	// Complete stores the outcome of the attempt owner holds id with.
-	Complete(ctx context.Context, id, owner, fingerprint string, res Response) error
-	// Release gives the key up (the attempt changed nothing, or its
-	// outcome is unknown and a retry must be let in): the record of owner
-	// is removed.
-	Release(ctx context.Context, id, owner string) error
-}
-
-// Decision is what to do with a request whose key is already held.
-type Decision int
-
-const (
-	// Replay answers the stored outcome.
-	Replay Decision = iota + 1
-	// InFlight is 409: the first attempt is still running.
-	InFlight
-	// Mismatch is 422: the key was used for another request.
-	Mismatch
-)
-
-// Decide says what a request with fingerprint fp does about existing,
-// the live record of its key. A streamed body's fingerprint is known only
-// once read: pass "" for it while the record is not Done.
-func Decide(existing Record, fp string) Decision {
-	switch {
-	case !existing.Done:
-		return InFlight
-	case existing.Fingerprint != fp:
-		return Mismatch
-	default:
-		return Replay
-	}
-}
-
-// Live reports whether r still holds its key at now.
-func Live(r Record, now time.Time) bool {
-	if !now.Before(r.ExpiresAt) {
-		return false
-	}
-	return r.Done || now.Before(r.LeaseUntil)
-}
 
 // ErrBadKey is a key that is empty, too long, or not a string of visible
 // ASCII characters.

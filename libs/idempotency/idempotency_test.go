@@ -3,7 +3,6 @@ package idempotency
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestParseKey(t *testing.T) {
@@ -25,34 +24,6 @@ func TestParseKey(t *testing.T) {
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("ParseKey(%q) = %q, %v; want %q, ok %v", c.in, got, err, c.want, c.ok)
 		}
-	}
-}
-
-func TestDecideAndLive(t *testing.T) {
-	t.Parallel()
-	now := time.Unix(1_000_000, 0)
-	running := Record{Fingerprint: "a", LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour)}
-	done := Record{Fingerprint: "a", Done: true, LeaseUntil: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour)}
-	for _, c := range []struct {
-		name string
-		rec  Record
-		fp   string
-		want Decision
-	}{
-		{"in flight, same request", running, "a", InFlight},
-		{"in flight, another request", running, "b", InFlight},
-		{"done, same request", done, "a", Replay},
-		{"done, another request", done, "b", Mismatch},
-	} {
-		if got := Decide(c.rec, c.fp); got != c.want {
-			t.Errorf("%s: Decide = %v, want %v", c.name, got, c.want)
-		}
-	}
-	if !Live(running, now) || Live(running, now.Add(2*time.Second)) {
-		t.Error("an attempt in flight must hold its key for its lease, and only that long")
-	}
-	if !Live(done, now) || Live(done, now.Add(time.Hour)) {
-		t.Error("a stored outcome must hold its key until it expires, and only that long")
 	}
 }
 

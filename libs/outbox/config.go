@@ -15,7 +15,7 @@ type Publisher interface {
 	Publish(ctx context.Context, m events.Message) error
 }
 
-// RelayConfig tunes a Relay. Zero values take the defaults.
+// RelayConfig tunes an outbox's relay. Zero values take the defaults.
 type RelayConfig struct {
 	// Interval between polls when nothing happens (default 1s).
 	Interval time.Duration
@@ -28,14 +28,6 @@ type RelayConfig struct {
 	// PublishTimeout bounds one publish (default 5s): while NATS is
 	// unreachable, a publish waits this long before the pass gives up.
 	PublishTimeout time.Duration
-	// AfterPublish, if set, runs after a pass that removed entries (and
-	// after each pass until it succeeds once): services pass the Sweep that
-	// hard-deletes tombstones whose outbox is empty.
-	AfterPublish func(ctx context.Context) error
-	// AfterEvery is the least time between two AfterPublish runs (default
-	// 1s): during a burst of deletions the sweep's reads and deletes would
-	// otherwise follow every pass and compete with the publishing.
-	AfterEvery time.Duration
 }
 
 // MinPollInterval is the shortest OUTBOX_POLL_INTERVAL: below it a relay
@@ -75,9 +67,6 @@ func (c RelayConfig) withDefaults() RelayConfig {
 	}
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 5 * time.Second
-	}
-	if c.AfterEvery <= 0 {
-		c.AfterEvery = time.Second
 	}
 	return c
 }

@@ -1,10 +1,6 @@
 package outbox
 
-import (
-	"time"
-
-	"github.com/doclib/libs/metrics"
-)
+import "github.com/doclib/libs/metrics"
 
 // The backlog as the relay saw it at its last pass, per collection. Every
 // replica's relay reports the same collections: aggregate with max (count)
@@ -19,26 +15,6 @@ var (
 		"Unix time at which the oldest pending outbox entry was recorded; 0 when there is none. Its age is time() minus it.",
 		"collection")
 )
-
-// observeBacklog records what a pass found in coll.
-func observeBacklog(coll string, docs []pendingDoc) {
-	n := 0
-	var oldest time.Time
-	for _, d := range docs {
-		for _, e := range d.Outbox {
-			n++
-			if oldest.IsZero() || e.CreatedAt.Before(oldest) {
-				oldest = e.CreatedAt
-			}
-		}
-	}
-	pendingEvents.WithLabelValues(coll).Set(float64(n))
-	ts := 0.0
-	if !oldest.IsZero() {
-		ts = float64(oldest.UnixMilli()) / 1000
-	}
-	oldestPending.WithLabelValues(coll).Set(ts)
-}
 
 // observe records the batch a pass of an Outbox read in coll.
 func observe(coll string, recs []record) {

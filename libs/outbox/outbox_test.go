@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -142,8 +143,15 @@ func TestLegacyEventsAreMovedAndPublished(t *testing.T) {
 	ob, _ := newOutbox(t, pub, time.Hour)
 	db := ob.Collection().Database()
 	evs := newEvents(t, 2)
-	update := bson.M{"$set": bson.M{"deletedAt": time.Now()}}
-	testkit.Must(t, outbox.Add(update, evs...), "legacy add")
+	// As the former outbox wrote them: each event under outbox.<id>, with
+	// a count.
+	set := bson.M{"deletedAt": time.Now()}
+	for _, ev := range evs {
+		env, err := json.Marshal(ev.Envelope)
+		testkit.Must(t, err, "envelope")
+		set["outbox."+ev.ID] = bson.M{"subject": ev.Type, "envelope": string(env), "createdAt": ev.Time}
+	}
+	update := bson.M{"$set": set, "$inc": bson.M{"outboxCount": len(evs)}}
 	things := db.Collection("things")
 	_, err := things.UpdateOne(context.Background(), bson.M{"_id": "x"}, update, options.UpdateOne().SetUpsert(true))
 	testkit.Must(t, err, "legacy write")
@@ -155,5 +163,16 @@ func TestLegacyEventsAreMovedAndPublished(t *testing.T) {
 	waitFor(t, 2*time.Second, "the events published", func() bool { return len(pub.published()) == 2 })
 	if left, _ := things.CountDocuments(context.Background(), bson.M{"outboxCount": bson.M{"$exists": true}}); left != 0 {
 		t.Errorf("%d records still carry an outbox", left)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
