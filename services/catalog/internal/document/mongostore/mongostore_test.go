@@ -2,6 +2,7 @@ package mongostore_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/catalog/internal/document"
 	"github.com/doclib/services/catalog/internal/document/mongostore"
@@ -147,5 +149,30 @@ func TestExpiringRevisionsKeepsTheNewest(t *testing.T) {
 		if _, err := s.GetRevision(ctx, id, 2); err == nil {
 			t.Errorf("revision 2 of %s kept, want it expired", id)
 		}
+	}
+}
+
+// A create's event is in the outbox of its transaction, with the change's
+// number and the public detail of a public document.
+func TestACreateAnnouncesItselfWithItsPublicShape(t *testing.T) {
+	t.Parallel()
+	s, ctx := newStore(t), context.Background()
+	s.RenderPublic(func(d document.Document) json.RawMessage { return json.RawMessage(`{"title":"` + d.Title + `"}`) })
+	d, err := s.Create(ctx, "a", document.Refs{}, func(d *document.Document) error {
+		_ = link(d)
+		d.Status, d.Version, d.Change = document.Published, 1, document.Change{By: "ed", At: t0, Why: "test"}
+		return nil
+	})
+	testkit.Must(t, err, "Create")
+	var rec struct {
+		Envelope string `bson:"envelope"`
+	}
+	testkit.Must(t, s.Outbox().Collection().FindOne(ctx, bson.M{"subject": "library.catalog.document.created"}).Decode(&rec), "find the event")
+	var env struct {
+		Data events.DocumentData `json:"data"`
+	}
+	testkit.Must(t, json.Unmarshal([]byte(rec.Envelope), &env), "decode")
+	if got := env.Data; got.DocumentID != "a" || got.Seq != d.Seq || got.Version != 1 || got.Actor != "ed" || string(got.Public) != `{"title":"L"}` {
+		t.Errorf("event data %+v, want document a at seq %d by ed with its public shape", got, d.Seq)
 	}
 }
