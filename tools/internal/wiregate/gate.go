@@ -13,9 +13,9 @@
 // while holding the gate. Had the cursor's next getMore, or the handshake
 // of a new connection to send it, to wait for the gate, neither would
 // ever move. (drop and dropDatabase close the collection's cursors
-// first.) The one wait a read knows is for a transaction under way that
-// wrote its collection (txn.go); getMore and handshakes never wait, and a
-// transaction runs no DDL.
+// first.) The one wait a read knows is for a command of a transaction
+// under way (isolation.go), which waits for nothing in FerretDB (a
+// transaction runs no DDL); getMore and handshakes never wait.
 //
 // The gate also answers as a replica set's primary (hello.go), and runs
 // sessions' retryable writes (session.go) and transactions (txn.go) on top
@@ -87,9 +87,6 @@ type Gate struct {
 	// aborted (MongoDB's transactionLifetimeLimitSeconds; 0 means
 	// DefaultLifetime).
 	Lifetime time.Duration
-	// ReadWait bounds how long a read of what a transaction wrote waits
-	// for its end (0 means DefaultReadWait).
-	ReadWait time.Duration
 	// TTLInterval is how often expired documents of TTL indexes are
 	// deleted (ttl.go; 0 means DefaultTTLInterval, MongoDB's 60 s).
 	TTLInterval time.Duration
@@ -103,7 +100,8 @@ type Gate struct {
 	connIDs  atomic.Int64
 	sessions sessions
 	txMu     sync.Mutex
-	active   *txn // the transaction under way (txn.go)
+	active   *txn  // the transaction under way (txn.go)
+	turns    turns // reads outside it and its commands (isolation.go)
 }
 
 // clientConn is a client's connection as the gate's session code sees it.
@@ -209,10 +207,28 @@ func (g *Gate) serve(cc *clientConn, req []byte, u upstream) error {
 	if c.hasTxn {
 		req = withoutFields(req, sessionFields)
 	}
-	if !c.write {
-		g.awaitTransaction(c)
+	if !c.write && readNamespaces(c) != nil {
+		return g.read(cc, c, req, u)
 	}
 	return g.exchange(req, u.conn, u.r, cc.w)
+}
+
+// read answers a read outside a transaction in its turn (isolation.go),
+// which ends once FerretDB has answered: a client slow to read its answer
+// keeps no transaction waiting.
+func (g *Gate) read(cc *clientConn, c command, req []byte, u upstream) error {
+	release, err := g.readTurn(c, u)
+	if err != nil {
+		g.log().Error("gate: a transaction's writes could not be set aside for a read; it is aborted", "error", err)
+		return cc.reply(errorReply(c.requestID, codeInternalError, "setting a transaction's uncommitted writes aside: "+err.Error()))
+	}
+	var rec bytes.Buffer
+	err = g.exchange(req, u.conn, u.r, &rec)
+	release()
+	if err != nil {
+		return err
+	}
+	return cc.reply(rec.Bytes())
 }
 
 // exchange forwards req and relays its answer, under the lock the request

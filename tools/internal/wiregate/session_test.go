@@ -3,7 +3,6 @@ package wiregate
 import (
 	"encoding/binary"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 )
@@ -81,40 +80,6 @@ func TestSessionFieldsNeverReachFerretDB(t *testing.T) {
 	}
 	if binary.LittleEndian.Uint32(out[16:20])&flagChecksumPresent != 0 {
 		t.Error("the checksum flag is still set")
-	}
-}
-
-// TestReadsWaitForATransactionBriefly: a read by another session of a
-// collection a transaction wrote waits for its end, for ReadWait at most;
-// a read of another collection, or by the transaction's session, does
-// not wait.
-func TestReadsWaitForATransactionBriefly(t *testing.T) {
-	g := &Gate{ReadWait: 100 * time.Millisecond}
-	tx := &txn{s: &session{key: "A"}, done: make(chan struct{}), written: map[string]bool{"d.c": true}}
-	g.active = tx
-	read := func(lsid, coll string) time.Duration {
-		start := time.Now()
-		g.awaitTransaction(command{name: "find", db: "d", coll: coll, lsid: lsid})
-		return time.Since(start)
-	}
-	if d := read("B", "other"); d > 50*time.Millisecond {
-		t.Errorf("a read of another collection waited %v", d)
-	}
-	if d := read("A", "c"); d > 50*time.Millisecond {
-		t.Errorf("the transaction's own session waited %v", d)
-	}
-	if d := read("B", "c"); d < 100*time.Millisecond || d > time.Second {
-		t.Errorf("a read of the written collection waited %v, want ReadWait (100ms)", d)
-	}
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		g.txMu.Lock()
-		g.active = nil
-		g.txMu.Unlock()
-		close(tx.done)
-	}()
-	if d := read("B", "c"); d > 90*time.Millisecond {
-		t.Errorf("a read waited %v, want it to go once the transaction ended (20ms)", d)
 	}
 }
 

@@ -21,6 +21,24 @@ import (
 // in-process FerretDB on SQLite, and returns it and a client of it.
 func gateOnFerretDB(t *testing.T, interval time.Duration) (*Gate, *mongo.Client) {
 	t.Helper()
+	g, uri := gateURI(t, interval)
+	return g, clientOf(t, options.Client().ApplyURI(uri))
+}
+
+// clientOf connects with opts, disconnecting at the test's end.
+func clientOf(t *testing.T, opts *options.ClientOptions) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// gateURI runs a gate as gateOnFerretDB does and returns it and its URI.
+func gateURI(t *testing.T, interval time.Duration) (*Gate, string) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "wiregate-ttl-") // short: a Unix socket's path is limited
 	if err != nil {
 		t.Fatal(err)
@@ -53,12 +71,7 @@ func gateOnFerretDB(t *testing.T, interval time.Duration) (*Gate, *mongo.Client)
 			t.Fatal(err)
 		}
 	}
-	c, err := mongo.Connect(ctx, options.Client().ApplyURI("mongodb://"+l.Addr().String()+"/?directConnection=true"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	return g, c
+	return g, "mongodb://" + l.Addr().String() + "/?directConnection=true"
 }
 
 // TestTTLIndexes: FerretDB refuses expireAfterSeconds; through the gate a

@@ -18,7 +18,8 @@ import (
 //   - Isolation: a transaction holds the gate's write side (locks.all,
 //     exclusively) from its first command to its end, so no other write
 //     runs meanwhile, and a read by another session of a collection the
-//     transaction wrote waits for its end. Nobody sees its writes before
+//     transaction wrote is answered from the committed state, its writes
+//     set aside for the read (isolation.go). Nobody sees its writes before
 //     the commit, and nobody changes what it read. Transactions therefore
 //     run one at a time, and never conflict.
 //   - Atomicity: before each of its writes the gate reads, by the write's
@@ -27,7 +28,8 @@ import (
 //     them back: on abortTransaction, on an error inside the transaction
 //     (as MongoDB, which aborts then), when a connection that carried one
 //     of its commands closes (a killed client), and after Lifetime.
-//   - Commit forgets the images and releases the write side; a repeated
+//   - Commit puts back its writes if a read had set them aside, forgets
+//     the images and releases the write side; a repeated
 //     commitTransaction is answered as committed.
 //
 // The hazards of the package comment stay solved: getMore, killCursors
@@ -53,11 +55,15 @@ type txn struct {
 	number  int64
 	images  map[string]image // by namespace and _id
 	order   []string         // keys of images, first change first
-	done    chan struct{}    // closed at its end
 	timer   *time.Timer
 	locked  bool            // it holds locks.all
 	conns   map[int64]bool  // connections that carried its commands; under Gate.txMu
 	written map[string]bool // namespaces it wrote; under Gate.txMu
+
+	// Under Gate.turns.mu (isolation.go):
+	post    map[string]image // its writes as last set aside, by the keys of images
+	touched map[string]bool  // keys of images changed since last set aside
+	broken  bool             // setting aside or putting back failed: only an abort is left
 }
 
 // image is a document as it was before the transaction changed it; doc is
@@ -99,10 +105,39 @@ func (g *Gate) inTransaction(cc *clientConn, c command, req []byte, u upstream) 
 		g.abortTxn(s, &u)
 		return cc.reply(errorReply(c.requestID, codeNotSupportedInTxn, fmt.Sprintf("Cannot run '%s' in a multi-document transaction", c.name)))
 	}
+	release, err := g.txnTurn(t, u, false)
+	if err != nil {
+		g.abortTxn(s, nil)
+		g.log().Error("gate: a transaction's writes could not be put back; it is aborted", "error", err)
+		return cc.reply(noSuchTransaction(c.requestID, c.txnNumber))
+	}
+	resp, err := g.runInTxn(t, c, req, u)
+	release()
+	var ce captureError
+	switch {
+	case errors.As(err, &ce):
+		g.abortTxn(s, nil) // u may be mid-answer
+		return cc.reply(errorReply(c.requestID, codeInternalError, "transaction: reading what the write changes: "+ce.err.Error()))
+	case err != nil:
+		g.abortTxn(s, nil)
+		return err
+	case !answeredOK(resp):
+		g.abortTxn(s, &u) // as MongoDB: an error ends the transaction
+	}
+	return cc.reply(resp)
+}
+
+// captureError is a write whose pre-images could not be read.
+type captureError struct{ err error }
+
+func (e captureError) Error() string { return e.err.Error() }
+
+// runInTxn runs command c of t, in its turn, and returns FerretDB's
+// answer.
+func (g *Gate) runInTxn(t *txn, c command, req []byte, u upstream) ([]byte, error) {
 	if c.write {
 		if err := t.capture(c, u); err != nil {
-			g.abortTxn(s, nil) // u may be mid-answer
-			return cc.reply(errorReply(c.requestID, codeInternalError, "transaction: reading what the write changes: "+err.Error()))
+			return nil, captureError{err}
 		}
 		g.txMu.Lock()
 		t.written[c.db+"."+c.coll] = true
@@ -110,16 +145,15 @@ func (g *Gate) inTransaction(cc *clientConn, c command, req []byte, u upstream) 
 	}
 	var rec bytes.Buffer
 	if err := g.forward(withoutFields(req, transactionFields), u.conn, u.r, &rec, false); err != nil {
-		g.abortTxn(s, nil)
-		return err
+		return nil, err
 	}
 	resp := rec.Bytes()
-	if !answeredOK(resp) {
-		g.abortTxn(s, &u) // as MongoDB: an error ends the transaction
-	} else if c.write {
+	if c.write {
+		// Even from a failed answer: the statements before the failure
+		// may have upserted, and the abort must remove what they did.
 		t.noteUpserts(c, resp)
 	}
-	return cc.reply(resp)
+	return resp, nil
 }
 
 // begin starts transaction c.txnNumber of s, waiting for the write side;
@@ -134,8 +168,9 @@ func (g *Gate) begin(s *session, c command, u *upstream) []byte {
 	if s.txn != nil {
 		g.abortTxn(s, u) // a newer transaction ends the older, as on MongoDB
 	}
-	t := &txn{s: s, number: c.txnNumber, images: map[string]image{}, done: make(chan struct{}),
-		conns: map[int64]bool{}, written: map[string]bool{}}
+	t := &txn{s: s, number: c.txnNumber, images: map[string]image{},
+		conns: map[int64]bool{}, written: map[string]bool{},
+		post: map[string]image{}, touched: map[string]bool{}}
 	if !g.Off {
 		g.locks.all.Lock()
 		t.locked = true
@@ -165,7 +200,14 @@ func (g *Gate) endTransaction(cc *clientConn, c command, u upstream) error {
 	switch {
 	case s.txn != nil && s.txn.number == c.txnNumber:
 		if commit {
+			release, err := g.txnTurn(s.txn, u, false)
+			if err != nil {
+				g.abortTxn(s, nil)
+				g.log().Error("gate: a transaction's writes could not be put back; it is aborted", "error", err)
+				return cc.reply(noSuchTransaction(c.requestID, c.txnNumber))
+			}
 			g.finish(s, stateCommitted)
+			release()
 		} else {
 			g.abortTxn(s, &u)
 		}
@@ -203,9 +245,12 @@ func (g *Gate) connGone(id int64) {
 }
 
 // abortTxn puts back what s's transaction changed, on u or on a new
-// connection when u is nil, and ends it. Its caller holds s.mu.
+// connection when u is nil, and ends it, in its turn. Its caller holds
+// s.mu.
 func (g *Gate) abortTxn(s *session, u *upstream) {
 	t := s.txn
+	release, _ := g.txnTurn(t, upstream{}, true) // an end's turn never fails
+	defer release()
 	if err := g.restore(t, u); err != nil {
 		g.log().Error("gate: an aborted transaction could not be undone in full", "error", err)
 	}
@@ -223,7 +268,6 @@ func (g *Gate) finish(s *session, state txnState) {
 		g.active = nil
 	}
 	g.txMu.Unlock()
-	close(t.done)
 	if t.locked {
 		g.locks.all.Unlock()
 	}
@@ -246,19 +290,7 @@ func (g *Gate) restore(t *txn, u *upstream) error {
 		defer conn.Close()
 		u = &upstream{conn: conn, r: bufio.NewReader(conn)}
 	}
-	keys := slices.Clone(t.order)
-	slices.Reverse(keys)
-	var failed []string
-	for _, k := range keys {
-		if err := u.put(t.images[k]); err != nil {
-			failed = append(failed, k)
-		}
-	}
-	var errs []error
-	for _, k := range failed {
-		errs = append(errs, u.put(t.images[k]))
-	}
-	return errors.Join(errs...)
+	return putAll(*u, t.images, reversed(t.order))
 }
 
 // put makes the document of img as it was.
@@ -330,6 +362,7 @@ func (t *txn) captureFilter(c command, u upstream, filter any, insertID bson.Raw
 // keep records img unless the transaction changed its document before.
 func (t *txn) keep(img image) {
 	k := img.db + "." + img.coll + "\x00" + string(append([]byte{byte(img.id.Type)}, img.id.Value...))
+	t.touched[k] = true // what a read's setting aside must read again
 	if _, ok := t.images[k]; ok {
 		return
 	}
@@ -362,8 +395,9 @@ func (t *txn) noteUpserts(c command, resp []byte) {
 }
 
 // readNamespaces are the collections a read outside a transaction reads,
-// for the reads that must wait for a transaction that wrote them (not
-// getMore: a cursor opened before the transaction reads on).
+// for the reads that take a turn with the transaction's commands
+// (isolation.go). Not getMore: it reads on from the state its cursor was
+// opened on.
 func readNamespaces(c command) []string {
 	switch c.name {
 	case "find", "count", "distinct":
@@ -427,50 +461,6 @@ func lookupNamespaces(c command) []string {
 		}
 	}
 	return out
-}
-
-// DefaultReadWait bounds how long a read waits for a transaction. The
-// readers waiting hold their clients' pooled connections: enough of them
-// (a service's pool is 100) and the transaction's own next command finds
-// no connection, and everything would stand still until the lifetime.
-// A transaction on the gate lasts milliseconds; one open longer lets the
-// readers through, who may then see its uncommitted writes.
-const DefaultReadWait = time.Second
-
-// awaitTransaction waits while another session's transaction under way
-// has written what read c reads, for ReadWait at most.
-func (g *Gate) awaitTransaction(c command) {
-	nss := readNamespaces(c)
-	if len(nss) == 0 {
-		return
-	}
-	wait := g.ReadWait
-	if wait <= 0 {
-		wait = DefaultReadWait
-	}
-	timeout := time.NewTimer(wait)
-	defer timeout.Stop()
-	for {
-		g.txMu.Lock()
-		t := g.active
-		wrote := false
-		if t != nil && t.s.key != c.lsid {
-			for _, ns := range nss {
-				wrote = wrote || t.written[ns]
-			}
-		}
-		g.txMu.Unlock()
-		if !wrote {
-			return
-		}
-		select {
-		case <-t.done:
-		case <-timeout.C:
-			g.log().Warn("gate: a read waited too long for a transaction and goes ahead; it may see uncommitted writes",
-				"waited", wait, "namespaces", nss)
-			return
-		}
-	}
 }
 
 func (g *Gate) log() *slog.Logger {
