@@ -3,7 +3,7 @@ package document_test
 import (
 	"context"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/doclib/libs/testkit"
@@ -13,10 +13,15 @@ import (
 // The reference rule (refs.go), a save and a deletion interleaved both
 // ways: never do both succeed.
 
-// once runs f the first time it is called.
+// once runs f the first time it is called; later calls, f's own
+// included, do nothing.
 func once(f func()) func() {
-	var o sync.Once
-	return func() { o.Do(f) }
+	var done atomic.Bool
+	return func() {
+		if done.CompareAndSwap(false, true) {
+			f()
+		}
+	}
 }
 
 // A media deletion that asks who uses the media between a save's check
