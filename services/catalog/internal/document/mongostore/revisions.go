@@ -15,7 +15,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/doclib/services/catalog/internal/document"
 )
@@ -50,9 +49,6 @@ type editorialDoc struct {
 	PublishedAt *time.Time `bson:"publishedAt,omitempty"`
 	PublishAt   *time.Time `bson:"publishAt,omitempty"`
 	UnpublishAt *time.Time `bson:"unpublishAt,omitempty"`
-	// Scheduled: PublishAt or UnpublishAt is set; an equality the test
-	// database can index, for the job every replica runs often.
-	Scheduled bool `bson:"scheduled,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -71,8 +67,7 @@ func timeOf(t *time.Time) time.Time {
 
 func toEditorial(d document.Document) editorialDoc {
 	e := editorialDoc{Version: d.Version, Status: string(d.Status),
-		PublishedAt: timePtr(d.PublishedAt), PublishAt: timePtr(d.PublishAt), UnpublishAt: timePtr(d.UnpublishAt),
-		Scheduled: !d.PublishAt.IsZero() || !d.UnpublishAt.IsZero()}
+		PublishedAt: timePtr(d.PublishedAt), PublishAt: timePtr(d.PublishAt), UnpublishAt: timePtr(d.UnpublishAt)}
 	if !d.Change.At.IsZero() {
 		e.Change = &changeDoc{By: d.Change.By, At: d.Change.At, Why: d.Change.Why}
 	}
@@ -207,47 +202,24 @@ func (s *Store) settleLegacy(ctx context.Context) error {
 	return err
 }
 
-// ListRevisions implements document.Revisions. The page's versions are
-// known (a document's revisions are numbered 1 to its version; retention
-// removes the oldest), so each is read by its _id, a few at a time: the
-// one lookup the development database serves from an index. A query on
-// documentId sorted by version read every revision of the document there
-// (about 1 s for 1,000 on a loaded machine); on MongoDB both are index
-// reads.
+// ListRevisions implements document.Revisions: one query on the
+// (documentId, version) index, newest first.
 func (s *Store) ListRevisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]document.Revision, error) {
-	opts := options.FindOne().SetProjection(bson.M{"doc": 0})
-	if withDocs {
-		opts = options.FindOne()
+	opts := options.Find().SetSort(bson.D{{Key: "version", Value: -1}}).SetLimit(int64(limit))
+	if !withDocs {
+		opts.SetProjection(bson.M{"doc": 0})
 	}
-	var versions []int64
-	for v := before - 1; v >= 1 && len(versions) < limit; v-- {
-		versions = append(versions, v)
-	}
-	found := make([]*revisionDoc, len(versions))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i, v := range versions {
-		g.Go(func() error {
-			var r revisionDoc
-			err := s.revs.FindOne(gctx, bson.M{"_id": revisionID(id, v)}, opts).Decode(&r)
-			switch {
-			case errors.Is(err, mongo.ErrNoDocuments):
-				return nil // removed by the retention, or not stored yet
-			case err != nil:
-				return err
-			}
-			found[i] = &r
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	cur, err := s.revs.Find(ctx, bson.M{"documentId": id, "version": bson.M{"$lt": before, "$gte": before - int64(limit)}}, opts)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]document.Revision, 0, len(versions))
-	for _, r := range found {
-		if r != nil {
-			out = append(out, r.domain())
-		}
+	var found []revisionDoc
+	if err := cur.All(ctx, &found); err != nil {
+		return nil, err
+	}
+	out := make([]document.Revision, len(found))
+	for i, r := range found {
+		out[i] = r.domain()
 	}
 	return out, nil
 }
@@ -363,23 +335,14 @@ func (s *Store) expired(ctx context.Context, revs []revisionDoc) ([]string, erro
 	return expired, nil
 }
 
-// Scheduled implements document.Store.
+// Scheduled implements document.Store: the documents whose publication or
+// unpublication is due, by the index of each.
 func (s *Store) Scheduled(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	cur, err := s.docs.Find(ctx, bson.M{"scheduled": true},
-		options.Find().SetProjection(bson.M{"_id": 1, "publishAt": 1, "unpublishAt": 1}))
+	due := bson.M{"$lte": now}
+	cur, err := s.docs.Find(ctx, bson.M{"$or": bson.A{bson.M{"publishAt": due}, bson.M{"unpublishAt": due}}},
+		options.Find().SetProjection(bson.M{"_id": 1}).SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}
-	var docs []doc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, d := range docs {
-		due := func(t *time.Time) bool { return t != nil && !t.After(now) }
-		if (due(d.Editorial.PublishAt) || due(d.Editorial.UnpublishAt)) && len(ids) < limit {
-			ids = append(ids, d.ID)
-		}
-	}
-	return ids, nil
+	return decodeIDs(ctx, cur)
 }
