@@ -77,7 +77,7 @@ func TestATaxonomyKilledMidDeletionLeavesNothingHalfWritten(t *testing.T) {
 		}
 	}
 	st.StartNATS()
-	seen := st.tagDeletions(len(want))
+	seen := st.eventsPer(events.TagDeleted, "tagId", len(want))
 	for _, id := range want {
 		if seen[id] != 1 {
 			t.Errorf("tag %s: %d tag.deleted events in the stream, want 1", id, seen[id])
@@ -92,17 +92,17 @@ func TestATaxonomyKilledMidDeletionLeavesNothingHalfWritten(t *testing.T) {
 	}
 }
 
-// tagDeletions counts the tag.deleted events of the LIBRARY stream per
-// tag, waiting until at least want tags have one, then a few seconds more
-// for any duplicate.
-func (st *Stack) tagDeletions(want int) map[string]int {
+// eventsPer counts the events of subject in the LIBRARY stream per value
+// of their data's field, waiting until at least want values have one,
+// then a few seconds more for any duplicate.
+func (st *Stack) eventsPer(subject, field string, want int) map[string]int {
 	st.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	nc, js, err := events.Connect(ctx, "nats://"+st.natsAt, "e2e-count", testkit.Logger(st.t))
 	testkit.Must(st.t, err, "connect to NATS")
 	defer nc.Close()
-	c, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.TagDeleted}})
+	c, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	testkit.Must(st.t, err, "ordered consumer")
 	seen := map[string]int{}
 	for {
@@ -114,17 +114,76 @@ func (st *Stack) tagDeletions(want int) map[string]int {
 		// An ordered consumer's Next says "nats: timeout" when the wait ends.
 		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
 			if len(seen) < want {
-				st.t.Fatalf("%d tags with a tag.deleted event in the stream, want %d", len(seen), want)
+				st.t.Fatalf("%d values of %s with a %s event in the stream, want %d", len(seen), field, subject, want)
 			}
 			return seen
 		}
-		testkit.Must(st.t, err, "next tag.deleted event")
+		testkit.Must(st.t, err, "next "+subject+" event")
 		var e struct {
-			Data struct {
-				TagID string `json:"tagId"`
-			} `json:"data"`
+			Data map[string]any `json:"data"`
 		}
 		testkit.Must(st.t, json.Unmarshal(msg.Data(), &e), "event")
-		seen[e.Data.TagID]++
+		seen[fmt.Sprint(e.Data[field])]++
+	}
+}
+
+// TestACatalogKilledMidCreateLosesNothing: with NATS down, so that the
+// outbox fills, documents are created (each answered 201), then a keyed
+// create is cut short by killing the catalog. After the restart a retry
+// with the same Idempotency-Key answers the document the first attempt
+// made, or makes it: there is exactly one. Once NATS is back, every
+// created document has exactly one document.created event.
+func TestACatalogKilledMidCreateLosesNothing(t *testing.T) {
+	st := NewStack(t, nil)
+	st.StopNATS()
+	link := func(title string) map[string]any {
+		return map[string]any{"type": "LINK", "title": title, "url": "https://example.org/" + title, "tagsIds": []string{}}
+	}
+	var want []string
+	for i := range 5 {
+		var d struct {
+			ID string `json:"id"`
+		}
+		st.Must("POST", "/bo/documents", link(fmt.Sprint("acked-", i)), 201).JSON(t, &d)
+		want = append(want, d.ID)
+	}
+	proc := st.procs["catalog"]
+	answered := make(chan Response, 1)
+	go func() { answered <- st.BO("POST", "/bo/documents", link("cut"), "Idempotency-Key", "cut-1") }()
+	time.Sleep(20 * time.Millisecond)
+	testkit.Must(t, syscall.Kill(proc.Pid(), syscall.SIGKILL), "kill the catalog")
+	<-proc.Done()
+	t.Logf("the create cut short answered %d", (<-answered).Status)
+	st.Start("catalog")
+
+	var made struct {
+		ID string `json:"id"`
+	}
+	r := st.BO("POST", "/bo/documents", link("cut"), "Idempotency-Key", "cut-1")
+	if r.Status != 201 {
+		t.Fatalf("the retry answered %d %s, want 201", r.Status, r.Body)
+	}
+	r.JSON(t, &made)
+	var all []struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+	}
+	st.Must("GET", "/bo/documents", nil, 200).JSON(t, &all)
+	var cut []string
+	for _, d := range all {
+		if d.Title == "cut" {
+			cut = append(cut, d.ID)
+		}
+	}
+	if len(cut) != 1 || cut[0] != made.ID {
+		t.Fatalf("documents titled cut: %v, want exactly the retry's %s", cut, made.ID)
+	}
+	want = append(want, made.ID)
+	st.StartNATS()
+	seen := st.eventsPer(events.DocumentCreated, "documentId", len(want))
+	for _, id := range want {
+		if seen[id] != 1 {
+			t.Errorf("document %s: %d document.created events in the stream, want 1", id, seen[id])
+		}
 	}
 }

@@ -62,9 +62,19 @@ func InTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context
 
 // OnCommit runs f once the transaction ctx belongs to has committed; at
 // once when ctx belongs to none. An outbox wakes its relay this way.
+//
+// A request whose transaction is held (Hold) runs f once that transaction
+// commits, before its answer leaves: what f publishes in memory is then
+// never a write the request's failure undid.
 func OnCommit(ctx context.Context, f func()) {
 	if h, ok := ctx.Value(hooksKey{}).(*commitHooks); ok {
 		h.add(f)
+		return
+	}
+	if h, ok := ctx.Value(heldKey{}).(*Held); ok {
+		h.mu.Lock()
+		h.hooks.add(f)
+		h.mu.Unlock()
 		return
 	}
 	f()

@@ -261,7 +261,7 @@ func (h *Handler) restoreRevision(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	h.lib.Put(d)
+	h.put(c, d)
 	c.Header("ETag", document.ETag(d.Version))
 	c.JSON(http.StatusOK, restoredRevision{documentAdmin: toDetailOf(h.lib.Current(), &d, true).(documentAdmin),
 		Dropped: dropped{TagsIDs: orNone(drop.TagsIDs), MediaIDs: orNone(drop.MediaIDs), RelatedIDs: orNone(drop.RelatedIDs)}})

@@ -204,7 +204,7 @@ func (h *Handler) writtenClearing(c *gin.Context, status int, d document.Documen
 		h.written(c, status, d)
 		return
 	}
-	h.lib.Put(d)
+	h.put(c, d)
 	c.Header("ETag", document.ETag(d.Version))
 	c.JSON(status, clearingAnswer{documentAdmin: toDetailOf(h.lib.Current(), &d, true).(documentAdmin),
 		ClearedSchedule: &clearedSchedule{PublishAt: optionalTime(o.PublishAt), UnpublishAt: optionalTime(o.UnpublishAt),
@@ -225,10 +225,16 @@ func clearedReason(o document.Overdue) string {
 	return "publication " + dropped + "; " + applied
 }
 
+// put puts documents this replica wrote into its memory once their
+// transaction committed (a keyed request's commits after the handler).
+func (h *Handler) put(c *gin.Context, ds ...document.Document) {
+	mongox.OnCommit(c.Request.Context(), func() { h.lib.Put(ds...) })
+}
+
 // written puts a document this replica wrote into its memory, and answers
 // it as the back-office sees it.
 func (h *Handler) written(c *gin.Context, status int, d document.Document) {
-	h.lib.Put(d)
+	h.put(c, d)
 	c.Header("ETag", document.ETag(d.Version))
 	c.JSON(status, toDetailOf(h.lib.Current(), &d, true))
 }
@@ -267,7 +273,7 @@ func (h *Handler) delete(c *gin.Context) {
 		return
 	}
 	if deleted {
-		h.lib.Put(d)
+		h.put(c, d)
 		h.onDeleted()
 	}
 	c.Status(http.StatusNoContent)
