@@ -134,9 +134,11 @@ func (h *Handler) registerEditorial(b gin.IRouter) {
 
 // precondition carries a back-office write's If-Match into its context
 // (document.IfMatch): the store refuses the write if the document is at
-// another version. A tag of the back-office detail (version and digest) is
-// compared whole with the detail's tag now; one that differs names no
-// version. Without If-Match, writes are made as before.
+// another version. A tag of the back-office detail (version, digest of the
+// document, digest of the whole detail) names its version only when its
+// version and document digest are the detail's now: what its related
+// documents show (their titles) may have changed meanwhile, the document
+// not. Without If-Match, writes are made as before.
 func (h *Handler) precondition(c *gin.Context) {
 	if c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead ||
 		!strings.HasPrefix(c.Request.URL.Path, "/bo/") {
@@ -150,7 +152,7 @@ func (h *Handler) precondition(c *gin.Context) {
 	if id := c.Param("id"); id != "" && strings.Contains(v, ".") {
 		if d, err := h.svc.Get(c, id); err == nil {
 			if r, err := h.detailRendering(&d); err == nil {
-				current = r.HasETag
+				current = func(tag string) bool { return ownPart(tag) != "" && ownPart(tag) == ownPart(r.ETag()) }
 			}
 		}
 	}
@@ -174,16 +176,36 @@ func (h *Handler) boDetail(c *gin.Context) {
 	r.Serve(c.Writer, c.Request, rendering.Private)
 }
 
-// detailRendering is d's back-office detail, tagged with its version and
-// a digest of the body.
+// detailRendering is d's back-office detail, tagged with its version, a
+// digest of the document's own part (the detail without its related
+// documents) and a digest of the body.
 func (h *Handler) detailRendering(d *document.Document) (*rendering.Rendering, error) {
 	body, err := json.Marshal(toDetailOf(h.lib.Current(), d, true))
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(body)
-	etag := fmt.Sprintf(`"%d.%s"`, d.Version, hex.EncodeToString(sum[:6]))
+	own, err := json.Marshal(toAdmin(*d, nil))
+	if err != nil {
+		return nil, err
+	}
+	sum, ownSum := sha256.Sum256(body), sha256.Sum256(own)
+	etag := fmt.Sprintf(`"%d.%s.%s"`, d.Version, hex.EncodeToString(ownSum[:6]), hex.EncodeToString(sum[:6]))
 	return rendering.NewWithETag(rendering.JSONType, body, etag), nil
+}
+
+// ownPart is the version and document digest of a detail's tag ("" for
+// a tag of another shape).
+func ownPart(tag string) string {
+	t := strings.Trim(tag, `"`)
+	first := strings.IndexByte(t, '.')
+	if first < 0 {
+		return ""
+	}
+	second := strings.IndexByte(t[first+1:], '.')
+	if second < 0 {
+		return ""
+	}
+	return t[:first+1+second]
 }
 
 // editorialWrite serves a publication route: no body, the document after.

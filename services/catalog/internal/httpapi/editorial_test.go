@@ -197,20 +197,26 @@ func TestAWeakIfMatchNeverMatches(t *testing.T) {
 	r.must("PATCH", "/bo/documents/"+d.ID, linkBody("two", ""), 200, "If-Match", etag)
 }
 
-// The detail's entity tag is compared whole: a tag with the current
-// version and another digest is 412 and changes nothing; the tag read,
-// as sent or as its gzip rendering's, matches.
+// The detail's entity tag names its version only with the document's
+// digest as it is now: a tag with the current version and another digest
+// is 412 and changes nothing; the tag read, as sent or as its gzip
+// rendering's, matches, and so does one whose related documents were
+// renamed since.
 func TestAnIfMatchIsComparedWhole(t *testing.T) {
 	t.Parallel()
 	r := newReplica(t, testkit.Mongo(t), newWorld())
-	d := r.create(linkBody("one", ""))
+	rel := r.create(linkBody("related", ""))
+	d := r.create(linkBody("one", fmt.Sprintf(`,"relatedIds":[%q]`, rel.ID)))
 	etag := r.must("GET", "/bo/documents/"+d.ID+"/detail", "", 200).hdr.Get("ETag")
-	for _, tag := range []string{`"1.ffffffffffff"`, `"1.x"`, strings.TrimSuffix(etag, `"`) + `0"`} {
+	own := etag[:strings.LastIndexByte(etag, '.')]
+	for _, tag := range []string{`"1.ffffffffffff"`, `"1.x"`, own + `0.ffffffffffff"`, `"1.ffffffffffff.ffffffffffff"`} {
 		if a := r.do("PATCH", "/bo/documents/"+d.ID, linkBody("two", ""), "If-Match", tag); a.code != 412 || a.problemCode(t) != "precondition_failed" {
 			t.Errorf("PATCH with If-Match %s (the detail's is %s) = %d %s, want 412", tag, etag, a.code, a.body)
 		}
 	}
-	r.must("PATCH", "/bo/documents/"+d.ID, linkBody("two", ""), 200, "If-Match", strings.TrimSuffix(etag, `"`)+`-gzip"`)
+	r.must("PATCH", "/bo/documents/"+rel.ID, linkBody("renamed", ""), 200)
+	r.must("PATCH", "/bo/documents/"+d.ID, linkBody("two", fmt.Sprintf(`,"relatedIds":[%q]`, rel.ID)), 200,
+		"If-Match", strings.TrimSuffix(etag, `"`)+`-gzip"`)
 }
 
 func TestDraftsAreNeverPublic(t *testing.T) {
