@@ -166,7 +166,7 @@ func run(ctx context.Context) error {
 	defer bus.Close()
 
 	guard := destination.NewGuard(cfg.allowed)
-	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: cfg.allowHTTP, Guard: guard}, cfg.grace)
+	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: cfg.allowHTTP, Guard: guard}, cfg.grace, log)
 	host, _ := os.Hostname()
 	dispatcher := delivery.NewDispatcher(dStore, subs, delivery.NewSender(guard), delivery.Config{
 		Retry: cfg.retry, Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), events.NewID()[:8]),

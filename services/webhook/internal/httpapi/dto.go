@@ -30,6 +30,9 @@ type subscriptionOut struct {
 	// PreviousSecretExpiresAt: during a rotation, when the previous
 	// secret stops signing.
 	PreviousSecretExpiresAt string `json:"previousSecretExpiresAt,omitempty"`
+	// SecretError: a stored secret does not open; nothing is sent until
+	// a rotation.
+	SecretError string `json:"secretError,omitempty"`
 	CreatedAt               string `json:"createdAt"`
 	UpdatedAt               string `json:"updatedAt"`
 	CreatedBy               string `json:"createdBy,omitempty"`
@@ -38,7 +41,7 @@ type subscriptionOut struct {
 
 func toOut(s subscription.Subscription) subscriptionOut {
 	out := subscriptionOut{ID: s.ID, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
-		Status: string(s.Status), DisabledReason: s.DisabledReason,
+		Status: string(s.Status), DisabledReason: s.DisabledReason, SecretError: s.SecretError,
 		CreatedAt: httpx.FormatTime(s.CreatedAt), UpdatedAt: httpx.FormatTime(s.UpdatedAt),
 		CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy}
 	if s.PreviousSecret != "" {
