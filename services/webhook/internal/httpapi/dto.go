@@ -33,10 +33,10 @@ type subscriptionOut struct {
 	// SecretError: a stored secret does not open; nothing is sent until
 	// a rotation.
 	SecretError string `json:"secretError,omitempty"`
-	CreatedAt               string `json:"createdAt"`
-	UpdatedAt               string `json:"updatedAt"`
-	CreatedBy               string `json:"createdBy,omitempty"`
-	UpdatedBy               string `json:"updatedBy,omitempty"`
+	CreatedAt   string `json:"createdAt"`
+	UpdatedAt   string `json:"updatedAt"`
+	CreatedBy   string `json:"createdBy,omitempty"`
+	UpdatedBy   string `json:"updatedBy,omitempty"`
 }
 
 func toOut(s subscription.Subscription) subscriptionOut {

@@ -138,12 +138,15 @@ func (st *Store) open(sealed, plain, id, field string) (string, error) {
 	return secret, nil
 }
 
-// Create inserts s.
+// Create inserts s, in a transaction: the request's, when it holds one
+// (an Idempotency-Key's answer commits with it).
 func (st *Store) Create(ctx context.Context, s subscription.Subscription) error {
-	if _, err := st.coll.InsertOne(ctx, st.toDoc(s, 1)); err != nil {
-		return fmt.Errorf("insert subscription: %w", err)
-	}
-	return nil
+	return mongox.InTx(ctx, st.coll.Database().Client(), func(ctx context.Context) error {
+		if _, err := st.coll.InsertOne(ctx, st.toDoc(s, 1)); err != nil {
+			return fmt.Errorf("insert subscription: %w", err)
+		}
+		return nil
+	})
 }
 
 func (st *Store) get(ctx context.Context, id string) (doc, error) {
