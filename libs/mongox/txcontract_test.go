@@ -57,6 +57,11 @@ func newTxFixture(t *testing.T) txFixture {
 	return txFixture{ctx: ctx, uri: uri, coll: coll, client: db.Client(), other: other.Database(db.Name()).Collection("docs")}
 }
 
+// docs is the fixture's collection as client c reaches it.
+func (f txFixture) docs(c *mongo.Client) *mongo.Collection {
+	return c.Database(f.coll.Database().Name()).Collection(f.coll.Name())
+}
+
 // begin starts a transaction on a session of c, ended with the test, and
 // returns the context its commands run in.
 func (f txFixture) begin(t *testing.T, c *mongo.Client) (context.Context, *mongo.Session) {
@@ -248,7 +253,7 @@ func poolOf(t *testing.T, f txFixture, size uint64) *mongo.Collection {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	return c.Database(f.coll.Database().Name()).Collection("docs")
+	return f.docs(c)
 }
 
 // TestTransactionAbortRestores: inserts, updates, upserts and deletes of
@@ -352,7 +357,7 @@ func TestConcurrentTransactionsBothApply(t *testing.T) {
 	const each = 5
 	var wg sync.WaitGroup
 	for _, c := range []*mongo.Client{f.client, f.other.Database().Client()} {
-		coll := c.Database(f.coll.Database().Name()).Collection("docs")
+		coll := f.docs(c)
 		wg.Go(func() {
 			for range each {
 				if err := increment(f.ctx, c, coll); err != nil {
@@ -394,7 +399,7 @@ func TestWithTransactionRetriesAnUnknownCommit(t *testing.T) {
 	p := newCutProxy(t, f.uri)
 	p.dropAnswerTo([]byte("commitTransaction"))
 	c := p.client(t)
-	coll := c.Database(f.coll.Database().Name()).Collection("docs")
+	coll := f.docs(c)
 	sess, err := c.StartSession()
 	if err != nil {
 		t.Fatal(err)
@@ -423,8 +428,7 @@ func TestWithTransactionRetriesAnUnknownCommit(t *testing.T) {
 func TestRetryableWritesApplyOnce(t *testing.T) {
 	f := newTxFixture(t)
 	p := newCutProxy(t, f.uri)
-	c := p.client(t)
-	coll := c.Database(f.coll.Database().Name()).Collection("docs")
+	coll := f.docs(p.client(t))
 
 	p.dropAnswerTo([]byte("$inc"))
 	if _, err := coll.UpdateByID(f.ctx, "seed", bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
@@ -453,7 +457,7 @@ func TestKilledClientsTransactionLeavesNothing(t *testing.T) {
 	f := newTxFixture(t)
 	p := newCutProxy(t, f.uri)
 	c := p.client(t)
-	coll := c.Database(f.coll.Database().Name()).Collection("docs")
+	coll := f.docs(c)
 	sctx, _ := f.begin(t, c)
 	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "orphan"}}); err != nil {
 		t.Fatal(err)
