@@ -49,6 +49,7 @@ type Keys struct {
 	log       *slog.Logger
 	now       func() time.Time
 	recheck   func(context.Context, Answer) *problem.Problem
+	sealer    Sealer
 }
 
 // Answer is a stored answer, as a Recheck sees it.
@@ -74,6 +75,17 @@ type KeysConfig struct {
 	// stopped): a non-nil problem is answered instead, and not kept. A
 	// create says so when what it made was deleted since.
 	Recheck func(ctx context.Context, first Answer) *problem.Problem
+	// Sealer, if set, seals the body of every answer kept and opens it to
+	// replay it: a service whose answers show a secret (a webhook's
+	// signing secret) keeps them no more readable than the secret.
+	Sealer Sealer
+}
+
+// Sealer seals a kept answer's body, bound to the key's record, and opens
+// it again.
+type Sealer interface {
+	Seal(plain, where string) string
+	Open(sealed, where string) (string, error)
 }
 
 // keyRecord is a key as stored.
@@ -83,6 +95,7 @@ type keyRecord struct {
 	Status      int                 `bson:"status"`
 	Header      map[string][]string `bson:"header,omitempty"`
 	Body        []byte              `bson:"body,omitempty"`
+	SealedBody  string              `bson:"sealedBody,omitempty"` // Body, sealed (KeysConfig.Sealer)
 	ExpiresAt   time.Time           `bson:"expiresAt"`
 	// Confirmed is set once the first attempt saw its commit succeed.
 	Confirmed bool `bson:"confirmed"`
@@ -101,7 +114,7 @@ func NewKeys(client *mongo.Client, database string, cfg KeysConfig) *Keys {
 		cfg.Now = time.Now
 	}
 	return &Keys{client: client, coll: client.Database(database).Collection(KeysCollection), retention: cfg.Retention,
-		streamed: cfg.Streamed, log: cfg.Log, now: cfg.Now, recheck: cfg.Recheck}
+		streamed: cfg.Streamed, log: cfg.Log, now: cfg.Now, recheck: cfg.Recheck, sealer: cfg.Sealer}
 }
 
 // EnsureIndexes creates the TTL index that forgets expired keys.
@@ -198,6 +211,13 @@ func (q *keyed) answer(rec keyRecord) {
 		httpx.Fail(q.c, Reused())
 		return
 	}
+	rec, err := q.k.open(rec)
+	if err != nil {
+		q.k.log.WarnContext(q.c.Request.Context(), "idempotency key's answer does not open", "error", err.Error())
+		httpx.Fail(q.c, problem.Unavailable("the answer kept for this Idempotency-Key cannot be read here; try again shortly").
+			With("Retry-After", "5"))
+		return
+	}
 	if !rec.Confirmed && q.k.recheck != nil {
 		if p := q.k.recheck(q.c.Request.Context(), Answer{Status: rec.Status, Header: rec.Header, Body: rec.Body}); p != nil {
 			httpx.Fail(q.c, p)
@@ -243,7 +263,7 @@ func (q *keyed) runFirst() {
 			rec.Header[name] = v
 		}
 	}
-	err := held.Commit(fctx, func(ctx context.Context) error { return q.k.store(ctx, rec) })
+	err := held.Commit(fctx, func(ctx context.Context) error { return q.k.store(ctx, q.k.seal(rec)) })
 	if err == nil {
 		if _, cerr := q.k.coll.UpdateOne(fctx, bson.M{"_id": rec.ID}, bson.M{"$set": bson.M{"confirmed": true}}); cerr != nil {
 			q.k.log.WarnContext(fctx, "idempotency key's commit not marked confirmed", "error", cerr.Error())
@@ -252,6 +272,30 @@ func (q *keyed) runFirst() {
 		return
 	}
 	q.afterFailedCommit(fctx, buf, err)
+}
+
+// seal returns rec with its body sealed, when the keys have a Sealer.
+func (k *Keys) seal(rec keyRecord) keyRecord {
+	if k.sealer != nil && len(rec.Body) > 0 {
+		rec.SealedBody, rec.Body = k.sealer.Seal(string(rec.Body), rec.ID), nil
+	}
+	return rec
+}
+
+// open returns rec with its sealed body opened.
+func (k *Keys) open(rec keyRecord) (keyRecord, error) {
+	if rec.SealedBody == "" {
+		return rec, nil
+	}
+	if k.sealer == nil {
+		return rec, errors.New("the answer is sealed and these keys have no Sealer")
+	}
+	body, err := k.sealer.Open(rec.SealedBody, rec.ID)
+	if err != nil {
+		return rec, err
+	}
+	rec.Body, rec.SealedBody = []byte(body), ""
+	return rec, nil
 }
 
 // store inserts rec; an expired record of the same key that the TTL

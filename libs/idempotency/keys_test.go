@@ -2,6 +2,9 @@ package idempotency_test
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,11 +30,15 @@ type service struct {
 	things *mongo.Collection
 }
 
-func newService(t *testing.T, keysDB *mongo.Database, route string) *service {
+func newService(t *testing.T, keysDB *mongo.Database, route string, sealer ...idempotency.Sealer) *service {
 	t.Helper()
 	db := testkit.Mongo(t)
 	testkit.NeedsTransactions(t, db)
-	keys := idempotency.NewKeys(db.Client(), keysDB.Name(), idempotency.KeysConfig{Log: testkit.Logger(t)})
+	cfg := idempotency.KeysConfig{Log: testkit.Logger(t)}
+	if len(sealer) > 0 {
+		cfg.Sealer = sealer[0]
+	}
+	keys := idempotency.NewKeys(db.Client(), keysDB.Name(), cfg)
 	testkit.Must(t, keys.EnsureIndexes(context.Background()), "indexes")
 	s := &service{engine: gin.New(), things: db.Collection("things")}
 	s.engine.Use(keys.Middleware())
@@ -142,5 +149,45 @@ func TestAnUnconfirmedAnswerIsRechecked(t *testing.T) {
 	}
 	if w := s.post(t, "/bo/things", `"c1"`, `{}`); w.Code != http.StatusCreated {
 		t.Errorf("confirmed answer: %d, want it replayed", w.Code)
+	}
+}
+
+// toySealer seals by encoding, bound to where: enough to see that what is
+// kept is what it sealed.
+type toySealer struct{}
+
+func (toySealer) Seal(plain, where string) string {
+	return "toy." + base64.StdEncoding.EncodeToString([]byte(where+"\x00"+plain))
+}
+
+func (toySealer) Open(sealed, where string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(sealed, "toy."))
+	plain, ok := strings.CutPrefix(string(raw), where+"\x00")
+	if err != nil || !ok {
+		return "", errors.New("does not open")
+	}
+	return plain, nil
+}
+
+// With a Sealer, a kept answer is stored sealed and replayed opened; a
+// replica without it cannot replay it and says so (503), running nothing.
+func TestAKeptAnswerIsSealed(t *testing.T) {
+	keysDB := testkit.Mongo(t)
+	s := newService(t, keysDB, "webhooks", toySealer{})
+	first := s.post(t, "/bo/webhooks", "k1", `{"a":1}`)
+	if first.Code != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.Code, first.Body)
+	}
+	var kept bson.M
+	testkit.Must(t, keysDB.Collection(idempotency.KeysCollection).FindOne(context.Background(), bson.M{}).Decode(&kept), "the kept key")
+	if _, plain := kept["body"]; plain || !strings.HasPrefix(fmt.Sprint(kept["sealedBody"]), "toy.") {
+		t.Errorf("kept %v, want the body sealed only", kept)
+	}
+	if again := s.post(t, "/bo/webhooks", "k1", `{"a":1}`); again.Code != first.Code || again.Body.String() != first.Body.String() {
+		t.Errorf("replay: %d %s, want %d %s", again.Code, again.Body, first.Code, first.Body)
+	}
+	unsealed := newService(t, keysDB, "webhooks")
+	if r := unsealed.post(t, "/bo/webhooks", "k1", `{"a":1}`); r.Code != http.StatusServiceUnavailable || unsealed.count(t) != 0 {
+		t.Errorf("a replica without the sealer: %d %s, %d written; want 503, nothing run", r.Code, r.Body, unsealed.count(t))
 	}
 }

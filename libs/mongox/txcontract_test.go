@@ -57,6 +57,30 @@ func newTxFixture(t *testing.T) txFixture {
 	return txFixture{ctx: ctx, uri: uri, coll: coll, client: db.Client(), other: other.Database(db.Name()).Collection("docs")}
 }
 
+// docs is the fixture's collection as client c reaches it.
+func (f txFixture) docs(c *mongo.Client) *mongo.Collection {
+	return c.Database(f.coll.Database().Name()).Collection(f.coll.Name())
+}
+
+// begin starts a transaction on a session of c, ended with the test, and
+// returns the context its commands run in.
+func (f txFixture) begin(t *testing.T, c *mongo.Client) (context.Context, *mongo.Session) {
+	t.Helper()
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		sess.EndSession(ctx)
+	})
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	return mongo.NewSessionContext(f.ctx, sess), sess
+}
+
 func connect(t *testing.T, uri string) *mongo.Client {
 	t.Helper()
 	c, err := mongox.Connect(uri)
@@ -74,19 +98,37 @@ func connect(t *testing.T, uri string) *mongo.Client {
 // all returns every document of coll, by _id.
 func all(t *testing.T, ctx context.Context, coll *mongo.Collection) map[string]bson.M {
 	t.Helper()
-	cur, err := coll.Find(ctx, bson.D{})
+	docs, err := read(ctx, coll, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return docs
+}
+
+// read returns every document of coll by _id, in batches of batch (0:
+// the server's), for goroutines other than the test's.
+func read(ctx context.Context, coll *mongo.Collection, batch int32) (map[string]bson.M, error) {
+	opts := options.Find()
+	if batch > 0 {
+		opts.SetBatchSize(batch)
+	}
+	cur, err := coll.Find(ctx, bson.D{}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return drain(ctx, cur)
+}
+
+func drain(ctx context.Context, cur *mongo.Cursor) (map[string]bson.M, error) {
 	var docs []bson.M
 	if err := cur.All(ctx, &docs); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string]bson.M{}
 	for _, d := range docs {
 		out[d["_id"].(string)] = d
 	}
-	return out
+	return out, nil
 }
 
 func n(doc bson.M) int64 {
@@ -106,42 +148,112 @@ func TestTransactionsAreAvailable(t *testing.T) {
 	}
 }
 
-// TestTransactionCommitIsSeenWhole: another session sees none of a
-// transaction's writes before its commit (it reads the state before, or
-// waits for the commit) and all of them after.
+// TestTransactionCommitIsSeenWhole: another session reads none of a
+// transaction's writes before its commit (at once: the state before it)
+// and all of them after.
 func TestTransactionCommitIsSeenWhole(t *testing.T) {
 	f := newTxFixture(t)
-	sess, err := f.client.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(f.ctx)
-	if err := sess.StartTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	sctx := mongo.NewSessionContext(f.ctx, sess)
+	sctx, sess := f.begin(t, f.client)
 	if _, err := f.coll.InsertMany(sctx, []any{bson.D{{Key: "_id", Value: "a"}}, bson.D{{Key: "_id", Value: "b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.coll.UpdateByID(sctx, "seed", bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
 		t.Fatal(err)
 	}
-	seen := make(chan map[string]bson.M, 1)
-	go func() { seen <- all(t, f.ctx, f.other) }()
-	time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	defer cancel()
+	if during := all(t, ctx, f.other); len(during) != 1 || n(during["seed"]) != 0 {
+		t.Errorf("another session read %v during the transaction: want the seed alone, n 0", during)
+	}
 	if err := sess.CommitTransaction(f.ctx); err != nil {
 		t.Fatal(err)
-	}
-	during := <-seen
-	switch {
-	case len(during) == 1 && n(during["seed"]) == 0: // before the commit (MongoDB's snapshot)
-	case len(during) == 3 && n(during["seed"]) == 1: // after it (the gate made the reader wait)
-	default:
-		t.Errorf("another session read %v during the transaction: want all of it or none", during)
 	}
 	if after := all(t, f.ctx, f.other); len(after) != 3 || n(after["seed"]) != 1 {
 		t.Errorf("after the commit another session reads %v, want seed (n 1), a and b", after)
 	}
+}
+
+// TestManyReadersDuringATransaction: 50 readers of another client, more
+// than its pool of 8 connections, read a collection while a transaction
+// keeps writing it; each reads the state before the transaction or after
+// its commit, never one between, and the transaction commits (a deadlock
+// would outlast its lifetime and abort it).
+func TestManyReadersDuringATransaction(t *testing.T) {
+	f := newTxFixture(t)
+	before := all(t, f.ctx, f.coll)
+	readers := poolOf(t, f, 8)
+	const rounds = 6
+	after := func(docs map[string]bson.M) bool {
+		for i := range rounds {
+			if _, ok := docs[fmt.Sprintf("w%d", i)]; !ok {
+				return false
+			}
+		}
+		return len(docs) == rounds+1 && n(docs["seed"]) == rounds
+	}
+	var stop, writing atomic.Bool
+	var during atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 50 {
+		batch := int32(0)
+		if i%5 == 0 {
+			batch = 2 // a getMore per two documents
+		}
+		wg.Go(func() {
+			for !stop.Load() {
+				started := writing.Load()
+				docs, err := read(f.ctx, readers, batch)
+				switch {
+				case err != nil:
+					t.Errorf("a read during the transaction: %v", err)
+					return
+				case sameDocs(docs, before):
+					if started {
+						during.Add(1)
+					}
+				case !after(docs):
+					t.Errorf("a read during the transaction saw %v: neither the state before it nor after", docs)
+					return
+				}
+			}
+		})
+	}
+	err := mongox.InTx(f.ctx, f.client, func(ctx context.Context) error {
+		for i := range rounds {
+			if _, err := f.coll.InsertOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("w%d", i)}}); err != nil {
+				return err
+			}
+			if _, err := f.coll.UpdateByID(ctx, "seed", bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+				return err
+			}
+			writing.Store(true)
+			time.Sleep(20 * time.Millisecond) // readers read meanwhile
+		}
+		return nil
+	})
+	stop.Store(true)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("the transaction among the readers: %v", err)
+	}
+	if during.Load() == 0 {
+		t.Error("no read ran during the transaction: the test proves nothing")
+	}
+	if docs := all(t, f.ctx, f.other); !after(docs) {
+		t.Errorf("after the commit: %v, want the seed at n %d and %d more", docs, rounds, rounds)
+	}
+}
+
+// poolOf returns f's collection through a client of its own with at most
+// size pooled connections.
+func poolOf(t *testing.T, f txFixture, size uint64) *mongo.Collection {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(f.uri).SetMaxPoolSize(size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return f.docs(c)
 }
 
 // TestTransactionAbortRestores: inserts, updates, upserts and deletes of
@@ -152,13 +264,7 @@ func TestTransactionAbortRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := all(t, f.ctx, f.coll)
-	sess, err := f.client.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(f.ctx)
-	_ = sess.StartTransaction()
-	sctx := mongo.NewSessionContext(f.ctx, sess)
+	sctx, sess := f.begin(t, f.client)
 	steps := []func() error{
 		func() error { _, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "new"}}); return err },
 		func() error {
@@ -194,20 +300,14 @@ func sameDocs(a, b map[string]bson.M) bool { return reflect.DeepEqual(a, b) }
 // transient (session.WithTransaction then runs the callback again).
 func TestTransactionErrorAborts(t *testing.T) {
 	f := newTxFixture(t)
-	sess, err := f.client.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(f.ctx)
-	_ = sess.StartTransaction()
-	sctx := mongo.NewSessionContext(f.ctx, sess)
+	sctx, sess := f.begin(t, f.client)
 	if _, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "first"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "seed"}}); !mongo.IsDuplicateKeyError(err) {
 		t.Fatalf("inserting an existing _id: %v, want a duplicate key error", err)
 	}
-	_, err = f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "later"}})
+	_, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "later"}})
 	var se mongo.ServerError
 	if !errors.As(err, &se) || !se.HasErrorCode(251) || !se.HasErrorLabel("TransientTransactionError") {
 		t.Fatalf("a write after the failed one: %v, want NoSuchTransaction (251) labelled TransientTransactionError", err)
@@ -223,13 +323,7 @@ func TestTransactionErrorAborts(t *testing.T) {
 // makes it wait on the document's lock, the gate on its write side).
 func TestConcurrentWriterWaits(t *testing.T) {
 	f := newTxFixture(t)
-	sess, err := f.client.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(f.ctx)
-	_ = sess.StartTransaction()
-	sctx := mongo.NewSessionContext(f.ctx, sess)
+	sctx, sess := f.begin(t, f.client)
 	if _, err := f.coll.UpdateByID(sctx, "seed", bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +357,7 @@ func TestConcurrentTransactionsBothApply(t *testing.T) {
 	const each = 5
 	var wg sync.WaitGroup
 	for _, c := range []*mongo.Client{f.client, f.other.Database().Client()} {
-		coll := c.Database(f.coll.Database().Name()).Collection("docs")
+		coll := f.docs(c)
 		wg.Go(func() {
 			for range each {
 				if err := increment(f.ctx, c, coll); err != nil {
@@ -305,7 +399,7 @@ func TestWithTransactionRetriesAnUnknownCommit(t *testing.T) {
 	p := newCutProxy(t, f.uri)
 	p.dropAnswerTo([]byte("commitTransaction"))
 	c := p.client(t)
-	coll := c.Database(f.coll.Database().Name()).Collection("docs")
+	coll := f.docs(c)
 	sess, err := c.StartSession()
 	if err != nil {
 		t.Fatal(err)
@@ -334,8 +428,7 @@ func TestWithTransactionRetriesAnUnknownCommit(t *testing.T) {
 func TestRetryableWritesApplyOnce(t *testing.T) {
 	f := newTxFixture(t)
 	p := newCutProxy(t, f.uri)
-	c := p.client(t)
-	coll := c.Database(f.coll.Database().Name()).Collection("docs")
+	coll := f.docs(p.client(t))
 
 	p.dropAnswerTo([]byte("$inc"))
 	if _, err := coll.UpdateByID(f.ctx, "seed", bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
@@ -364,13 +457,8 @@ func TestKilledClientsTransactionLeavesNothing(t *testing.T) {
 	f := newTxFixture(t)
 	p := newCutProxy(t, f.uri)
 	c := p.client(t)
-	coll := c.Database(f.coll.Database().Name()).Collection("docs")
-	sess, err := c.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sess.StartTransaction()
-	sctx := mongo.NewSessionContext(f.ctx, sess)
+	coll := f.docs(c)
+	sctx, _ := f.begin(t, c)
 	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "orphan"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -533,13 +621,7 @@ func TestACursorReadsOnDuringATransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cur.Close(f.ctx)
-	sess, err := f.client.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(f.ctx)
-	_ = sess.StartTransaction()
-	sctx := mongo.NewSessionContext(f.ctx, sess)
+	sctx, sess := f.begin(t, f.client)
 	if _, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "in-transaction"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -554,6 +636,50 @@ func TestACursorReadsOnDuringATransaction(t *testing.T) {
 	}
 	if err := cur.Err(); err != nil || read != 51 {
 		t.Errorf("read %d documents (%v) during the transaction, want all 51 from before it", read, err)
+	}
+	if err := sess.CommitTransaction(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAGetMoreSpansATransaction: cursors of another session opened before
+// a transaction, and during it, are read to their end while it changes,
+// adds and deletes their documents, and see none of it.
+func TestAGetMoreSpansATransaction(t *testing.T) {
+	f := newTxFixture(t)
+	var docs []any
+	for i := range 20 {
+		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("d%02d", i)}, {Key: "n", Value: 0}})
+	}
+	if _, err := f.coll.InsertMany(f.ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	before := all(t, f.ctx, f.coll)
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	open := func() *mongo.Cursor {
+		cur, err := f.other.Find(ctx, bson.D{}, options.Find().SetBatchSize(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	first := open()
+	sctx, sess := f.begin(t, f.client)
+	if _, err := f.coll.UpdateMany(sctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	second := open()
+	if _, err := f.coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "d99"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.coll.DeleteOne(sctx, bson.D{{Key: "_id", Value: "d05"}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, cur := range map[string]*mongo.Cursor{"opened before": first, "opened during": second} {
+		if got, err := drain(ctx, cur); err != nil || !sameDocs(got, before) {
+			t.Errorf("a cursor %s the transaction read %v (%v), want %v", name, got, err, before)
+		}
 	}
 	if err := sess.CommitTransaction(f.ctx); err != nil {
 		t.Fatal(err)

@@ -42,13 +42,12 @@ import (
 // read's start in FerretDB must not be separated by a write of the
 // transaction.
 type turns struct {
-	mu       sync.Mutex
-	changed  *sync.Cond
-	readers  int  // reads outside a transaction under way in FerretDB
-	busy     bool // a transaction's command (or its end) under way
-	waiting  int  // transaction commands waiting for the readers to finish
-	aside    *txn // the transaction whose writes are set aside
-	failures int  // sets aside and puts back that failed (for tests and logs)
+	mu      sync.Mutex
+	changed *sync.Cond
+	readers int  // reads outside a transaction under way in FerretDB
+	busy    bool // a transaction's command (or its end) under way
+	waiting int  // transaction commands waiting for the readers to finish
+	aside   *txn // the transaction whose writes are set aside
 }
 
 func (v *turns) wait() {
@@ -95,7 +94,6 @@ func (g *Gate) readTurn(c command, u upstream) (release func(), err error) {
 			continue
 		}
 		if err := g.setAside(t, u); err != nil {
-			v.failures++
 			t.broken = true
 			go g.expire(t)
 			return nil, err
@@ -129,7 +127,6 @@ func (g *Gate) txnTurn(t *txn, u upstream, ending bool) (release func(), err err
 		if ending {
 			v.aside = nil
 		} else if err := g.putBack(t, u); err != nil {
-			v.failures++
 			t.broken = true
 			return nil, err
 		} else {

@@ -54,8 +54,8 @@ func begin(t *testing.T, c *mongo.Client) (mongo.SessionContext, mongo.Session) 
 
 func set(n int) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: n}}}} }
 
-// TestReadsOutsideATransactionSeeTheCommittedState: find, count, distinct
-// and aggregate by another session during a transaction answer at once
+// TestReadsOutsideATransactionSeeTheCommittedState: find, count, distinct,
+// aggregate and collStats by another session during a transaction answer at once
 // with the state before it (in the transaction's own goroutine, which
 // would wait for ever were they to wait for its end), and the transaction
 // then goes on with its own writes intact.
@@ -90,6 +90,11 @@ func TestReadsOutsideATransactionSeeTheCommittedState(t *testing.T) {
 		}
 		if ids, err := coll.Distinct(ctx, "_id", bson.D{}); err != nil || fmt.Sprint(ids) != "[gone seed]" {
 			t.Errorf("%s: distinct outside: %v (%v), want [gone seed]", when, ids, err)
+		}
+		var stats struct{ Count int64 }
+		err := coll.Database().RunCommand(ctx, bson.D{{Key: "collStats", Value: coll.Name()}}).Decode(&stats)
+		if err != nil || stats.Count != 2 {
+			t.Errorf("%s: collStats outside: count %d (%v), want 2", when, stats.Count, err)
 		}
 	}
 	checkCommitted("during the transaction")

@@ -400,7 +400,7 @@ func (t *txn) noteUpserts(c command, resp []byte) {
 // opened on.
 func readNamespaces(c command) []string {
 	switch c.name {
-	case "find", "count", "distinct":
+	case "find", "count", "distinct", "collStats":
 	case "aggregate":
 		return append(lookupNamespaces(c), c.db+"."+c.coll)
 	default:

@@ -20,6 +20,7 @@ import (
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
+	"github.com/doclib/libs/idempotency"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
@@ -60,6 +61,9 @@ type settings struct {
 	grace       time.Duration // a rotated secret still signs this long
 	retention   time.Duration // finished deliveries stay in the log this long
 	poll        time.Duration
+
+	idempotencyRetention time.Duration
+	idempotencyDatabase  string
 }
 
 func load(env *config.Env) (settings, error) {
@@ -81,6 +85,9 @@ func load(env *config.Env) (settings, error) {
 		grace:     env.Duration("WEBHOOK_SECRET_GRACE", 24*time.Hour),
 		retention: env.Duration("WEBHOOK_LOG_RETENTION", 7*24*time.Hour),
 		poll:      env.Duration("WEBHOOK_POLL_INTERVAL", time.Second),
+
+		idempotencyRetention: idempotency.LoadRetention(env),
+		idempotencyDatabase:  idempotency.LoadDatabase(env),
 	}
 	s.secretKeys = loadSecretKeys(env)
 	allowed, err := destination.ParseNetworks(env.List("WEBHOOK_ALLOWED_NETWORKS", nil))
@@ -146,7 +153,10 @@ func run(ctx context.Context) error {
 	dStore := deliverystore.New(db.Database(cfg.database), cfg.retention)
 	// A subscription's deletion drops its deliveries in the same transaction.
 	subStore := mongostore.New(db.Database(cfg.database), cfg.secretKeys, dStore.Drop)
-	if err := database.EnsureIndexes(ctx, dStore); err != nil {
+	// A create's answer (its secret) is kept sealed with the secrets' keys.
+	keys := idempotency.NewKeys(db, cfg.idempotencyDatabase,
+		httpapi.KeysConfig(cfg.idempotencyRetention, cfg.secretKeys, log))
+	if err := database.EnsureIndexes(ctx, dStore, keys); err != nil {
 		return err
 	}
 	sealed, err := subStore.SealSecrets(ctx)
@@ -166,7 +176,7 @@ func run(ctx context.Context) error {
 	defer bus.Close()
 
 	guard := destination.NewGuard(cfg.allowed)
-	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: cfg.allowHTTP, Guard: guard}, cfg.grace)
+	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: cfg.allowHTTP, Guard: guard}, cfg.grace, log)
 	host, _ := os.Hostname()
 	dispatcher := delivery.NewDispatcher(dStore, subs, delivery.NewSender(guard), delivery.Config{
 		Retry: cfg.retry, Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), events.NewID()[:8]),
@@ -192,6 +202,9 @@ func run(ctx context.Context) error {
 		Report(map[string]httpx.Check{"nats": bus.Ready})
 	engine := httpx.NewEngine(service, log)
 	engine.Use(proof.Middleware(proof.NewVerifier(cfg.identityKey)))
+	// A POST with an Idempotency-Key runs once: its answer commits with
+	// its change, in the keys' database every service shares.
+	engine.Use(keys.Middleware())
 	health.Register(engine)
 	metrics.Register(engine)
 	httpapi.New(subs, dStore, dispatcher, dispatcher.Nudge).Register(engine)

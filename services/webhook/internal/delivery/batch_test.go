@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,4 +142,40 @@ func firstDiff(a, b []string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// A subscription whose secret does not open gets nothing sent unsigned:
+// each attempt fails, saying why in the delivery log, and is retried (a
+// rotation of the secret lets the next one through).
+func TestAnUnreadableSecretFailsTheAttemptsVisibly(t *testing.T) {
+	t.Parallel()
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a delivery was sent without its secret (%s)", r.Header.Get("webhook-signature"))
+	}))
+	defer rcv.Close()
+	now := time.Now()
+	st := &memStore{ds: []Delivery{{SubscriptionID: "wh_1", EventID: "e1", Sequence: 1, Body: []byte(`{}`),
+		Status: Pending, NextAttemptAt: now, EventTime: now, CreatedAt: now}}}
+	subs := oneSub{subscription.Subscription{ID: "wh_1", URL: rcv.URL, EventTypes: []string{"*"}, Status: subscription.Active,
+		SecretError: "the signing secret does not open: altered, or moved from another record"}}
+	sender := NewSender(destination.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}))
+	d := NewDispatcher(st, subs, sender, Config{Retry: Retry{Initial: time.Hour, Max: time.Hour, Window: 24 * time.Hour},
+		Owner: "p1", Poll: 20 * time.Millisecond, Lease: 25 * time.Second}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		st.mu.Lock()
+		dl := st.ds[0]
+		st.mu.Unlock()
+		if dl.AttemptCount == 0 {
+			continue
+		}
+		if dl.Status != Pending || len(dl.Attempts) != 1 || !strings.Contains(dl.Attempts[0].Error, "rotate") {
+			t.Fatalf("after an attempt: %s with attempts %+v, want pending, its attempt failed saying the secret must be rotated", dl.Status, dl.Attempts)
+		}
+		return
+	}
+	t.Fatal("no attempt was recorded: the delivery waits silently")
 }

@@ -248,8 +248,7 @@ func (d *Dispatcher) attempt(ctx context.Context, s subscription.Subscription, d
 	actx := context.WithoutCancel(ctx)
 	actx, span := d.startSpan(actx, s, dl)
 	defer span.End()
-	now := time.Now().UTC()
-	a := d.sender.Send(actx, Message{URL: s.URL, ID: dl.WebhookID(), Body: dl.Body, Secrets: s.Secrets(now)}, now)
+	a := d.send(actx, s, dl, time.Now().UTC())
 	out := d.cfg.Retry.record(&dl, a, time.Now().UTC())
 	observe(s.ID, dl, a, span)
 	log := d.log.With("subscription", s.ID, "eventId", dl.EventID, "type", dl.Type, "attempt", dl.AttemptCount)
@@ -260,6 +259,17 @@ func (d *Dispatcher) attempt(ctx context.Context, s subscription.Subscription, d
 		log.DebugContext(actx, "webhook delivered", "status", a.StatusCode, "latency", a.Latency)
 	}
 	return dl, out
+}
+
+// send makes one attempt at dl for s at now, signed; with no secret to
+// sign with, an attempt that fails at once, saying why, and sends nothing.
+func (d *Dispatcher) send(ctx context.Context, s subscription.Subscription, dl Delivery, now time.Time) Attempt {
+	if s.SecretError != "" {
+		d.log.WarnContext(ctx, "webhook not sent: the subscription's signing secret does not open; rotate it",
+			"subscription", s.ID, "eventId", dl.EventID, "reason", s.SecretError)
+		return Attempt{At: now, Error: "not sent: " + s.SecretError + "; rotate the subscription's secret to resume"}
+	}
+	return d.sender.Send(ctx, Message{URL: s.URL, ID: dl.WebhookID(), Body: dl.Body, Secrets: s.Secrets(now)}, now)
 }
 
 // saveBatch saves a batch's results, then disables the subscription if the

@@ -42,7 +42,7 @@ func TestAHangingReceiverDelaysNoOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	subStore, dl := sstore.New(db, keys), dstore.New(db, time.Hour)
-	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: true}, time.Hour)
+	subs := subscription.NewService(subStore, subscription.Rules{AllowHTTP: true}, time.Hour, slog.New(slog.DiscardHandler))
 	testkit.Must(t, dl.EnsureIndexes(ctx), "indexes")
 
 	var mu sync.Mutex

@@ -24,7 +24,7 @@ func (d *Dispatcher) Ping(ctx context.Context, s subscription.Subscription) (Del
 	}
 	dl := Delivery{SubscriptionID: s.ID, EventID: "ping_" + events.NewID(), Type: eventtype.Ping, Body: body,
 		Status: Pending, EventTime: now, CreatedAt: now}
-	a := d.sender.Send(ctx, Message{URL: s.URL, ID: dl.WebhookID(), Body: body, Secrets: s.Secrets(now)}, now)
+	a := d.send(ctx, s, dl, now)
 	dl.AttemptCount, dl.Attempts, dl.DoneAt = 1, []Attempt{a}, time.Now().UTC()
 	dl.Status = Failed
 	if a.Error == "" && a.StatusCode >= 200 && a.StatusCode < 300 {

@@ -30,15 +30,18 @@ type subscriptionOut struct {
 	// PreviousSecretExpiresAt: during a rotation, when the previous
 	// secret stops signing.
 	PreviousSecretExpiresAt string `json:"previousSecretExpiresAt,omitempty"`
-	CreatedAt               string `json:"createdAt"`
-	UpdatedAt               string `json:"updatedAt"`
-	CreatedBy               string `json:"createdBy,omitempty"`
-	UpdatedBy               string `json:"updatedBy,omitempty"`
+	// SecretError: a stored secret does not open; nothing is sent until
+	// a rotation.
+	SecretError string `json:"secretError,omitempty"`
+	CreatedAt   string `json:"createdAt"`
+	UpdatedAt   string `json:"updatedAt"`
+	CreatedBy   string `json:"createdBy,omitempty"`
+	UpdatedBy   string `json:"updatedBy,omitempty"`
 }
 
 func toOut(s subscription.Subscription) subscriptionOut {
 	out := subscriptionOut{ID: s.ID, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
-		Status: string(s.Status), DisabledReason: s.DisabledReason,
+		Status: string(s.Status), DisabledReason: s.DisabledReason, SecretError: s.SecretError,
 		CreatedAt: httpx.FormatTime(s.CreatedAt), UpdatedAt: httpx.FormatTime(s.UpdatedAt),
 		CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy}
 	if s.PreviousSecret != "" {

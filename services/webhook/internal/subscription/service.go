@@ -3,6 +3,8 @@ package subscription
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/doclib/libs/events"
@@ -18,11 +20,14 @@ type Service struct {
 	// grace is how long the previous secret still signs after a rotation.
 	grace time.Duration
 	now   func() time.Time
+	log   *slog.Logger
+	// warned holds the unreadable secrets logged (id and SecretError).
+	warned sync.Map
 }
 
 // NewService returns a Service; grace is the rotation's overlap.
-func NewService(store Store, rules Rules, grace time.Duration) *Service {
-	return &Service{store: store, rules: rules, grace: grace, now: time.Now}
+func NewService(store Store, rules Rules, grace time.Duration, log *slog.Logger) *Service {
+	return &Service{store: store, rules: rules, grace: grace, now: time.Now, log: log}
 }
 
 // Create stores a new subscription with a fresh secret; the returned
@@ -55,11 +60,36 @@ func (s *Service) Create(ctx context.Context, c Changes) (Subscription, error) {
 
 // Get returns one subscription.
 func (s *Service) Get(ctx context.Context, id string) (Subscription, error) {
-	return s.store.Get(ctx, id)
+	sub, err := s.store.Get(ctx, id)
+	if err == nil {
+		s.warnUnreadable(ctx, sub)
+	}
+	return sub, err
 }
 
-// List returns every subscription.
-func (s *Service) List(ctx context.Context) ([]Subscription, error) { return s.store.List(ctx) }
+// List returns every subscription, those whose secret does not open
+// included (marked).
+func (s *Service) List(ctx context.Context) ([]Subscription, error) {
+	subs, err := s.store.List(ctx)
+	if err == nil {
+		s.warnUnreadable(ctx, subs...)
+	}
+	return subs, err
+}
+
+// warnUnreadable logs, once per subscription and reason, a secret that
+// does not open.
+func (s *Service) warnUnreadable(ctx context.Context, subs ...Subscription) {
+	for _, sub := range subs {
+		if sub.SecretError == "" {
+			continue
+		}
+		if _, seen := s.warned.LoadOrStore(sub.ID+"\x00"+sub.SecretError, true); !seen {
+			s.log.WarnContext(ctx, "webhook subscription's signing secret does not open: nothing is sent to it until the secret is rotated",
+				"subscription", sub.ID, "reason", sub.SecretError)
+		}
+	}
+}
 
 // Update changes the given fields.
 func (s *Service) Update(ctx context.Context, id string, c Changes) (Subscription, error) {
@@ -82,6 +112,7 @@ func (s *Service) Rotate(ctx context.Context, id string) (Subscription, error) {
 		now := s.now().UTC()
 		sub.PreviousSecret, sub.PreviousUntil = sub.Secret, now.Add(s.grace)
 		sub.Secret = signature.NewSecret()
+		sub.SecretError = "" // a secret that did not open is replaced
 		sub.UpdatedAt, sub.UpdatedBy = now, identity.Name(ctx)
 		return nil
 	})

@@ -52,10 +52,15 @@ type Subscription struct {
 	// PreviousSecret still signs until PreviousUntil, after a rotation.
 	PreviousSecret string
 	PreviousUntil  time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CreatedBy      string
-	UpdatedBy      string
+	// SecretError says why a stored secret does not open (altered, or
+	// sealed with a key this deployment does not hold), "" when both do.
+	// Such a subscription is listed and shown, marked; nothing is signed
+	// for it (its attempts fail, saying so) until its secret is rotated.
+	SecretError string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CreatedBy   string
+	UpdatedBy   string
 }
 
 // Wants reports whether events of type name are sent to s.

@@ -72,19 +72,43 @@ func (st *Store) toDoc(s subscription.Subscription, version int64) doc {
 	return d
 }
 
-func (st *Store) subscription(d doc) (subscription.Subscription, error) {
-	secret, err := st.open(d.SealedSecret, d.Secret, d.ID, "secret")
+// subscription returns the subscription d stores. A secret that does not
+// open leaves it marked (SecretError), its secrets empty: one such
+// subscription must not hide the others, nor itself.
+func (st *Store) subscription(d doc) subscription.Subscription {
+	s := subscription.Subscription{ID: d.ID, URL: d.URL, EventTypes: d.EventTypes, Description: d.Description,
+		Status: subscription.Status(d.Status), DisabledReason: d.DisabledReason, PreviousUntil: d.PreviousUntil.UTC(),
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}
+	secret, previous, err := st.secrets(d)
 	if err != nil {
-		return subscription.Subscription{}, err
+		s.SecretError = err.Error()
+		return s
 	}
-	previous, err := st.open(d.SealedPreviousSecret, d.PreviousSecret, d.ID, "previousSecret")
-	if err != nil {
-		return subscription.Subscription{}, err
+	s.Secret, s.PreviousSecret = secret, previous
+	return s
+}
+
+// secrets opens the secrets d stores.
+func (st *Store) secrets(d doc) (secret, previous string, err error) {
+	if secret, err = st.open(d.SealedSecret, d.Secret, d.ID, "secret"); err != nil {
+		return "", "", err
 	}
-	return subscription.Subscription{ID: d.ID, URL: d.URL, EventTypes: d.EventTypes, Description: d.Description,
-		Status: subscription.Status(d.Status), DisabledReason: d.DisabledReason, Secret: secret,
-		PreviousSecret: previous, PreviousUntil: d.PreviousUntil.UTC(),
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), CreatedBy: d.CreatedBy, UpdatedBy: d.UpdatedBy}, nil
+	if previous, err = st.open(d.SealedPreviousSecret, d.PreviousSecret, d.ID, "previousSecret"); err != nil {
+		return "", "", err
+	}
+	return secret, previous, nil
+}
+
+// replacement is the document that stores s, changed from d: a secret
+// that did not open and was not rotated stays as stored.
+func (st *Store) replacement(d doc, s subscription.Subscription, version int64) doc {
+	out := st.toDoc(s, version)
+	if s.SecretError != "" {
+		out.Secret, out.PreviousSecret = d.Secret, d.PreviousSecret
+		out.SealedSecret, out.SealedPreviousSecret = d.SealedSecret, d.SealedPreviousSecret
+		out.PreviousUntil = d.PreviousUntil
+	}
+	return out
 }
 
 // seal seals a secret of subscription id, bound to it and to field; ""
@@ -96,6 +120,8 @@ func (st *Store) seal(secret, id, field string) string {
 	return st.keys.Seal(secret, id+"/"+field)
 }
 
+var fieldNames = map[string]string{"secret": "signing secret", "previousSecret": "previous signing secret"}
+
 // open returns the secret a document holds, sealed or, stored before
 // secrets were sealed, plain.
 func (st *Store) open(sealed, plain, id, field string) (string, error) {
@@ -103,21 +129,24 @@ func (st *Store) open(sealed, plain, id, field string) (string, error) {
 	case sealed == "":
 		return plain, nil
 	case st.keys == nil:
-		return "", fmt.Errorf("subscription %s, %s: %w (no WEBHOOK_SECRET_KEY is set)", id, field, keyring.ErrUnknownKey)
+		return "", fmt.Errorf("the %s: %w (no WEBHOOK_SECRET_KEY is set)", fieldNames[field], keyring.ErrUnknownKey)
 	}
 	secret, err := st.keys.Open(sealed, id+"/"+field)
 	if err != nil {
-		return "", fmt.Errorf("subscription %s, %s: %w", id, field, err)
+		return "", fmt.Errorf("the %s: %w", fieldNames[field], err)
 	}
 	return secret, nil
 }
 
-// Create inserts s.
+// Create inserts s, in a transaction: the request's, when it holds one
+// (an Idempotency-Key's answer commits with it).
 func (st *Store) Create(ctx context.Context, s subscription.Subscription) error {
-	if _, err := st.coll.InsertOne(ctx, st.toDoc(s, 1)); err != nil {
-		return fmt.Errorf("insert subscription: %w", err)
-	}
-	return nil
+	return mongox.InTx(ctx, st.coll.Database().Client(), func(ctx context.Context) error {
+		if _, err := st.coll.InsertOne(ctx, st.toDoc(s, 1)); err != nil {
+			return fmt.Errorf("insert subscription: %w", err)
+		}
+		return nil
+	})
 }
 
 func (st *Store) get(ctx context.Context, id string) (doc, error) {
@@ -138,7 +167,7 @@ func (st *Store) Get(ctx context.Context, id string) (subscription.Subscription,
 	if err != nil {
 		return subscription.Subscription{}, err
 	}
-	return st.subscription(d)
+	return st.subscription(d), nil
 }
 
 // List returns every subscription, oldest first.
@@ -153,9 +182,7 @@ func (st *Store) List(ctx context.Context) ([]subscription.Subscription, error) 
 	}
 	out := make([]subscription.Subscription, len(docs))
 	for i, d := range docs {
-		if out[i], err = st.subscription(d); err != nil {
-			return nil, err
-		}
+		out[i] = st.subscription(d)
 	}
 	return out, nil
 }
@@ -168,14 +195,11 @@ func (st *Store) Update(ctx context.Context, id string, change func(*subscriptio
 		if err != nil {
 			return subscription.Subscription{}, err
 		}
-		s, err := st.subscription(d)
-		if err != nil {
-			return subscription.Subscription{}, err
-		}
+		s := st.subscription(d)
 		if err := change(&s); err != nil {
 			return subscription.Subscription{}, err
 		}
-		res, err := st.coll.ReplaceOne(ctx, bson.M{"_id": id, "version": d.Version}, st.toDoc(s, d.Version+1))
+		res, err := st.coll.ReplaceOne(ctx, bson.M{"_id": id, "version": d.Version}, st.replacement(d, s, d.Version+1))
 		if err != nil {
 			return subscription.Subscription{}, fmt.Errorf("update subscription: %w", err)
 		}

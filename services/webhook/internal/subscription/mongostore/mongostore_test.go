@@ -3,6 +3,7 @@ package mongostore_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -105,8 +106,9 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 	// A sealed secret copied onto another subscription does not open there.
 	_, err = coll.UpdateOne(ctx, bson.M{"_id": "wh_old"}, bson.M{"$set": bson.M{"sealedSecret": raw(t, coll, "wh_new")["sealedSecret"]}})
 	testkit.Must(t, err, "copy a sealed secret")
-	if _, err := after.Get(ctx, "wh_old"); err == nil {
-		t.Error("a secret sealed for wh_new opened as wh_old's")
+	if s, err := after.Get(ctx, "wh_old"); err != nil || s.SecretError == "" || s.Secret != "" {
+		t.Errorf("a secret sealed for wh_new read as wh_old's: %q, secretError %q (%v), want it marked as not opening",
+			s.Secret, s.SecretError, err)
 	}
 }
 
@@ -155,5 +157,58 @@ func TestADeletionTakesTheDeliveriesWithItOrNothing(t *testing.T) {
 	}
 	if err := subs.Delete(ctx, "wh_1"); !errors.Is(err, subscription.ErrNotFound) {
 		t.Errorf("a second deletion: %v, want ErrNotFound", err)
+	}
+}
+
+// A secret that does not open (altered, or sealed with a key this replica
+// lacks) does not hide the other subscriptions: every one is listed, the
+// unreadable ones marked; a change keeps what is stored; a rotation gives
+// it a secret that opens.
+func TestASecretThatDoesNotOpenIsListedAndMarked(t *testing.T) {
+	t.Parallel()
+	db := testkit.Mongo(t)
+	coll := db.Collection("webhook_subscriptions")
+	ctx := context.Background()
+	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	sub := func(id string) subscription.Subscription {
+		return subscription.Subscription{ID: id, URL: "https://example.org/" + id, EventTypes: []string{"*"},
+			Status: subscription.Active, Secret: "whsec_" + id, CreatedAt: at, UpdatedAt: at}
+	}
+	st := mongostore.New(db, keys(t, key1))
+	testkit.Must(t, st.Create(ctx, sub("wh_ok")), "create")
+	testkit.Must(t, st.Create(ctx, sub("wh_altered")), "create")
+	testkit.Must(t, mongostore.New(db, keys(t, key2)).Create(ctx, sub("wh_otherkey")), "create with another key")
+	sealed := raw(t, coll, "wh_altered")["sealedSecret"].(string)
+	altered := sealed[:len(sealed)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(sealed, "AA")]
+	_, err := coll.UpdateByID(ctx, "wh_altered", bson.M{"$set": bson.M{"sealedSecret": altered}})
+	testkit.Must(t, err, "alter a sealed secret")
+
+	all, err := st.List(ctx)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("List = %d subscriptions (%v), want all 3", len(all), err)
+	}
+	for _, s := range all {
+		bad := s.ID != "wh_ok"
+		if (s.SecretError != "") != bad || (s.Secret == "") != bad {
+			t.Errorf("%s listed with secret %q, secretError %q: want it marked exactly when its secret does not open",
+				s.ID, s.Secret, s.SecretError)
+		}
+	}
+	if s, err := st.Get(ctx, "wh_otherkey"); err != nil || !strings.Contains(s.SecretError, "key") {
+		t.Errorf("Get of a secret sealed with another key = %q (%v), want it marked, naming the key", s.SecretError, err)
+	}
+
+	svc := subscription.NewService(st, subscription.Rules{}, time.Hour, slog.New(slog.DiscardHandler))
+	desc := "still here"
+	_, err = svc.Update(ctx, "wh_altered", subscription.Changes{Description: &desc})
+	testkit.Must(t, err, "change a subscription whose secret does not open")
+	if m := raw(t, coll, "wh_altered"); m["sealedSecret"] != altered || m["description"] != desc {
+		t.Errorf("after a change: %v, want the description changed and the sealed secret kept as stored", m)
+	}
+	rotated, err := svc.Rotate(ctx, "wh_otherkey")
+	testkit.Must(t, err, "rotate")
+	if s, err := st.Get(ctx, "wh_otherkey"); err != nil || s.SecretError != "" || s.Secret != rotated.Secret || s.PreviousSecret != "" {
+		t.Errorf("after a rotation: secret %q, previous %q, secretError %q (%v): want the new secret alone, readable",
+			s.Secret, s.PreviousSecret, s.SecretError, err)
 	}
 }

@@ -36,13 +36,14 @@ func (st *Store) SealSecrets(ctx context.Context) (int, error) {
 		if !st.needsSealing(d) {
 			continue
 		}
-		s, err := st.subscription(d)
+		s := st.subscription(d)
+		_, _, err := st.secrets(d)
 		if errors.Is(err, keyring.ErrUnknownKey) {
 			unknown = append(unknown, d.ID+" (key "+st.missingKey(d)+")")
 			continue
 		}
 		if err != nil {
-			return n, err
+			return n, fmt.Errorf("subscription %s: %w", d.ID, err)
 		}
 		res, err := st.coll.ReplaceOne(ctx, bson.M{"_id": d.ID, "version": d.Version}, st.toDoc(s, d.Version))
 		if err != nil {
