@@ -216,9 +216,6 @@ func (h *Handler) editorialWrite(write func(ctx context.Context, id string) (doc
 			fail(c, err)
 			return
 		}
-		// A publication or unpublication has its event in the outbox: the
-		// relay's nudge (the deletion's) publishes it at once.
-		h.onDeleted()
 		h.written(c, http.StatusOK, d)
 	}
 }

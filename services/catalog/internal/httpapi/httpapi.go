@@ -34,10 +34,9 @@ const publicLag = 100 * time.Millisecond
 // Handler serves the catalog routes, reads from the replica's memory
 // (library), writes through the domain service.
 type Handler struct {
-	svc       *document.Service
-	lib       *library.Library
-	media     http.Handler // proxies PDF downloads to the media service
-	onDeleted func()
+	svc   *document.Service
+	lib   *library.Library
+	media http.Handler // proxies PDF downloads to the media service
 	// previews bounds the text previews render at once (preview.go).
 	previews *previewSlots
 }
@@ -46,18 +45,11 @@ type Handler struct {
 type Options struct {
 	// MediaURL is the media service, which PDF downloads are streamed from.
 	MediaURL *url.URL
-	// OnDeleted runs after a document is deleted (the outbox relay's nudge).
-	OnDeleted func()
 }
 
 // New returns a Handler.
 func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
-	h := &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted,
-		previews: newPreviewSlots()}
-	if h.onDeleted == nil {
-		h.onDeleted = func() {}
-	}
-	return h
+	return &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), previews: newPreviewSlots()}
 }
 
 // Register adds the routes to r; every GET answers HEAD too. Every route
@@ -274,7 +266,6 @@ func (h *Handler) delete(c *gin.Context) {
 	}
 	if deleted {
 		h.put(c, d)
-		h.onDeleted()
 	}
 	c.Status(http.StatusNoContent)
 }
