@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -160,39 +161,8 @@ func run(ctx context.Context) error {
 		return consumers.Start(ctx, bus.JS, svc, lib.Put, log)
 	})
 
-	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
-	defer stopCategories()
-	if cfg.revisionRetention.Age > 0 {
-		stopExpiring := periodic.Start(ctx, log, "removing revisions older than the retention", expireEvery, func(ctx context.Context) error {
-			_, err := svc.ExpireRevisions(ctx)
-			return err
-		})
-		defer stopExpiring()
-	}
-	// Also catches up at start-up what fell due while every replica was down.
-	stopSchedule := periodic.Start(ctx, log, "applying scheduled publications", scheduleEvery, func(ctx context.Context) error {
-		changed, err := svc.RunSchedule(ctx, time.Now(), 100)
-		lib.Put(changed...)
-		return err
-	})
-	defer stopSchedule()
-	if cfg.trashRetention > 0 {
-		// Every minute, or more often for a shorter retention (tests).
-		purgeEvery := min(time.Minute, cfg.trashRetention)
-		stopPurging := periodic.Start(ctx, log, "purging the trash", purgeEvery, func(ctx context.Context) error {
-			n, err := svc.PurgeTrash(ctx, time.Now().Add(-cfg.trashRetention), 100)
-			if n > 0 {
-				log.InfoContext(ctx, "documents deleted longer ago than the trash retention were purged", "documents", n)
-			}
-			if err != nil {
-				return err
-			}
-			// The tombstones go at once: the horizon moves with them.
-			_, err = store.Sweep(ctx)
-			return err
-		})
-		defer stopPurging()
-	}
+	stopJobs := startJobs(ctx, log, cfg, svc, lib, store)
+	defer stopJobs()
 
 	// Ready while MongoDB answers; NATS is reported, never required.
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
@@ -216,6 +186,49 @@ func run(ctx context.Context) error {
 	// In-flight requests are done: stop taking events.
 	shutdown.Do(log, "consumers", stopConsumers)
 	return err
+}
+
+// startJobs starts the background work of a replica (see the constants
+// above) and returns what stops it, the last started first.
+func startJobs(ctx context.Context, log *slog.Logger, cfg settings, svc *document.Service, lib *library.Library, store *mongostore.Store) (stop func()) {
+	stopCategories := periodic.Start(ctx, log, "revalidating tag categories", categoriesEvery, lib.RefreshCategories)
+	stops := []func(){stopCategories}
+	if cfg.revisionRetention.Age > 0 {
+		stopExpiring := periodic.Start(ctx, log, "removing revisions older than the retention", expireEvery, func(ctx context.Context) error {
+			_, err := svc.ExpireRevisions(ctx)
+			return err
+		})
+		stops = append(stops, stopExpiring)
+	}
+	// Also catches up at start-up what fell due while every replica was down.
+	stopSchedule := periodic.Start(ctx, log, "applying scheduled publications", scheduleEvery, func(ctx context.Context) error {
+		changed, err := svc.RunSchedule(ctx, time.Now(), 100)
+		lib.Put(changed...)
+		return err
+	})
+	stops = append(stops, stopSchedule)
+	if cfg.trashRetention > 0 {
+		// Every minute, or more often for a shorter retention (tests).
+		purgeEvery := min(time.Minute, cfg.trashRetention)
+		stopPurging := periodic.Start(ctx, log, "purging the trash", purgeEvery, func(ctx context.Context) error {
+			n, err := svc.PurgeTrash(ctx, time.Now().Add(-cfg.trashRetention), 100)
+			if n > 0 {
+				log.InfoContext(ctx, "documents deleted longer ago than the trash retention were purged", "documents", n)
+			}
+			if err != nil {
+				return err
+			}
+			// The tombstones go at once: the horizon moves with them.
+			_, err = store.Sweep(ctx)
+			return err
+		})
+		stops = append(stops, stopPurging)
+	}
+	return func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
 }
 
 // bound answers a write that has not answered within the request budget
