@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/gin-gonic/gin"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/doclib/libs/config"
 	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
@@ -143,16 +146,8 @@ func run(ctx context.Context) error {
 	svc := document.NewService(store, refs, log)
 	svc.SetRetention(cfg.revisionRetention)
 	store.KeepRevisions(cfg.revisionRetention.Count)
-	// Every document in memory, answering the reads; filled now, in the
-	// background, and kept in step with the store's change sequence.
-	lib := library.New(store, refs, log)
-	store.RenderPublic(httpapi.PublicDetail(lib)) // before any write
+	lib := startLibrary(ctx, log, store, refs)
 	defer lib.Close()
-	go func() {
-		if _, err := lib.Get(ctx, 0); err != nil {
-			log.WarnContext(ctx, "documents not loaded into memory yet; the first read loads them", "error", err)
-		}
-	}()
 
 	// Documents are served while NATS is down; the consumers start once it
 	// is up (their durable positions wait in the stream meanwhile). They
@@ -164,7 +159,34 @@ func run(ctx context.Context) error {
 	stopJobs := startJobs(ctx, log, cfg, svc, lib, store)
 	defer stopJobs()
 
-	// Ready while MongoDB answers; NATS is reported, never required.
+	engine, health, err := newEngine(ctx, log, cfg, db, bus, svc, lib)
+	if err != nil {
+		return err
+	}
+	err = httpx.Serve(ctx, log, cfg.server, bound(engine), health)
+	// In-flight requests are done: stop taking events.
+	shutdown.Do(log, "consumers", stopConsumers)
+	return err
+}
+
+// startLibrary puts every document in memory, to answer the reads: filled
+// now, in the background, and kept in step with the store's change
+// sequence. The store's events render public details with it.
+func startLibrary(ctx context.Context, log *slog.Logger, store *mongostore.Store, refs *upstream.Client) *library.Library {
+	lib := library.New(store, refs, log)
+	store.RenderPublic(httpapi.PublicDetail(lib)) // before any write
+	go func() {
+		if _, err := lib.Get(ctx, 0); err != nil {
+			log.WarnContext(ctx, "documents not loaded into memory yet; the first read loads them", "error", err)
+		}
+	}()
+	return lib
+}
+
+// newEngine builds the HTTP side: readiness (MongoDB; NATS reported,
+// never required), the gateway's proof on /bo, the Idempotency-Key
+// middleware (a POST's answer commits with its change), the routes.
+func newEngine(ctx context.Context, log *slog.Logger, cfg settings, db *mongo.Client, bus *events.Bus, svc *document.Service, lib *library.Library) (*gin.Engine, *httpx.Health, error) {
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
 		Report(map[string]httpx.Check{"nats": bus.Ready})
 	engine := httpx.NewEngine(service, log)
@@ -175,17 +197,14 @@ func run(ctx context.Context) error {
 	keys := idempotency.NewKeys(db, cfg.idempotencyDatabase, idempotency.KeysConfig{
 		Retention: cfg.idempotencyRetention, Log: log, Recheck: httpapi.CreatedDeleted(svc.Get)})
 	if err := keys.EnsureIndexes(ctx); err != nil {
-		return mongox.IndexError(err)
+		return nil, nil, mongox.IndexError(err)
 	}
 	engine.Use(httpx.Unless(httpapi.Safe, keys.Middleware()))
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(svc, lib, httpapi.Options{MediaURL: cfg.mediaURL}).Register(engine)
 
-	err = httpx.Serve(ctx, log, cfg.server, bound(engine), health)
-	// In-flight requests are done: stop taking events.
-	shutdown.Do(log, "consumers", stopConsumers)
-	return err
+	return engine, health, nil
 }
 
 // startJobs starts the background work of a replica (see the constants
