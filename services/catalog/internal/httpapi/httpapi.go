@@ -38,6 +38,8 @@ type Handler struct {
 	onDeleted func()
 	// previews bounds the text previews render at once (preview.go).
 	previews *previewSlots
+	// bundles are the bundles made lately, on disk (spool.go).
+	bundles *spool
 }
 
 // Options tune a Handler.
@@ -51,7 +53,7 @@ type Options struct {
 // New returns a Handler.
 func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
 	h := &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), onDeleted: opt.OnDeleted,
-		previews: newPreviewSlots()}
+		previews: newPreviewSlots(), bundles: newSpool(spoolBytes)}
 	if h.onDeleted == nil {
 		h.onDeleted = func() {}
 	}
@@ -67,6 +69,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
 	httpx.GET(b, "/public/sync", httpx.StrictQuery, h.sync) // the one route that reads a query
+	h.registerReads(r)
 
 	httpx.GET(b, "/bo/documents", h.list(true))
 	b.POST("/bo/documents", h.create)
