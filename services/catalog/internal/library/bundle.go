@@ -177,7 +177,7 @@ func (b Bundle) etag() string {
 	for _, f := range b.Files {
 		h.Write(f.Record)
 	}
-	return `"b` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
+	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 }
 
 // ParseBundleTags reads the tag filter: ids separated by commas, at most
