@@ -65,7 +65,7 @@ type offlineResult struct {
 }
 
 // benchCovers makes a new 320 px WebP cover of each of offCovers PDFs per
-// round on the media port (read from MinIO, the first page drawn by the
+// round (benchThumbnails) on the media port (read from MinIO, the first page drawn by the
 // sandboxed reader, resized with libvips, stored) and with vipsthumbnail
 // on the same files and quality, interleaved.
 func benchCovers(b *testing.B, st *Stack, client *http.Client, vt, dir string) thumbResult {
@@ -76,26 +76,7 @@ func benchCovers(b *testing.B, st *Stack, client *http.Client, vt, dir string) t
 		testkit.Must(b, os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.pdf", i)), pdf, 0o644), "write PDF")
 		ids = append(ids, st.Upload(fmt.Sprintf("%d.pdf", i), pdf))
 	}
-	var r thumbResult
-	for round := range offRounds {
-		q := 50 + 10*round
-		t0 := time.Now()
-		for _, id := range ids {
-			_, err := getBody(context.Background(), client, fmt.Sprintf("%s/public/medias/%s/download?w=320&format=webp&q=%d", med, id, q))
-			testkit.Must(b, err, "cover")
-		}
-		r.service = append(r.service, float64(len(ids))/time.Since(t0).Seconds())
-		t0 = time.Now()
-		for i := range ids {
-			in := filepath.Join(dir, fmt.Sprintf("%d.pdf", i))
-			out := filepath.Join(dir, fmt.Sprintf("%d-%d.webp[Q=%d,strip]", i, round, q))
-			if o, err := exec.Command(vt, in, "-s", "320", "-o", out).CombinedOutput(); err != nil {
-				b.Fatalf("vipsthumbnail: %v %s", err, o)
-			}
-		}
-		r.vips = append(r.vips, float64(len(ids))/time.Since(t0).Seconds())
-	}
-	return r
+	return benchThumbnails(b, client, med, vt, dir, "pdf", offRounds, ids)
 }
 
 // benchText uploads a new 100-page PDF per round and times its first
