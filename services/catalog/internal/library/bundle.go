@@ -92,27 +92,64 @@ func (l *Library) Bundle(ctx context.Context, tags []string, publicLag time.Dura
 	if err != nil {
 		return Bundle{}, err
 	}
-	p := s.page(nil, len(s.bySeq)+1, math.MaxInt) // the first sync page, unbounded
-	p.Next.Floor = s.Stable
+	a, err := assemble(ctx, s, src, tags)
+	if err != nil {
+		return Bundle{}, err
+	}
+	p := a.page // a copy: its cursor gets the categories
 	if err := l.addCategories(ctx, &p, nil); err != nil {
 		return Bundle{}, err
 	}
-	b := Bundle{From: s, Next: p.Next, Listing: p.Documents, Tags: tags, Categories: p.Categories}
+	b := Bundle{From: s, Next: p.Next, Listing: p.Documents, Details: a.details, Tags: tags, Categories: p.Categories,
+		Files: a.files, FilesSize: a.filesSize}
 	if b.Tags == nil {
 		b.Tags = []string{}
 	}
-	b.Details = keepTagged(p.Documents, tags)
 	if b.Config, err = l.settings.get(ctx, src); err != nil {
 		return Bundle{}, err
 	}
-	if b.Files, err = filesOf(ctx, s, src, b.Details, tags); err != nil {
-		return Bundle{}, err
-	}
-	for _, f := range b.Files {
-		b.FilesSize += f.Size
-	}
-	b.ETag = b.etag()
+	b.ETag = b.etag(a.digest)
 	return b, nil
+}
+
+// assembly is what a bundle holds of a snapshot, made once per stable
+// point, contents and filter: a bundle request then costs a lookup, not a
+// walk of the library.
+type assembly struct {
+	page      Page // the first sync page, unbounded, without categories
+	details   []*document.Document
+	files     []File
+	filesSize int64
+	digest    []byte // of the listed documents at their seqs, and of the files
+}
+
+func assemble(ctx context.Context, s *Snapshot, src BundleSource, tags []string) (*assembly, error) {
+	v, err := s.Memo(fmt.Sprintf("bundle:%d:%s", s.Stable, strings.Join(tags, ",")), func() (any, error) {
+		p := s.page(nil, len(s.bySeq)+1, math.MaxInt)
+		p.Next.Floor = s.Stable
+		a := &assembly{page: p, details: keepTagged(p.Documents, tags)}
+		files, err := filesOf(ctx, s, src, a.details, tags)
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		var buf []byte
+		for _, d := range p.Documents {
+			buf = binary.BigEndian.AppendUint64(buf[:0], uint64(d.Seq))
+			buf = append(append(buf, d.ID...), '\n')
+			h.Write(buf)
+		}
+		for _, f := range files {
+			h.Write(f.Record)
+			a.filesSize += f.Size
+		}
+		a.files, a.digest = files, h.Sum(nil)
+		return a, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*assembly), nil
 }
 
 // keepTagged returns the documents of ds that carry one of tags, ds itself
@@ -163,20 +200,15 @@ func filesOf(ctx context.Context, s *Snapshot, src BundleSource, ds []*document.
 }
 
 // etag digests what the bundle's bytes are made of: the cursor (its
-// stable point, floor and categories), every listed document at its place
-// in the sequence (the details and their related documents follow from
-// them and the categories), the filter, the settings and the files.
-func (b Bundle) etag() string {
+// stable point, floor and categories), the filter, the settings, and the
+// assembly's digest of every listed document at its place in the sequence
+// (the details and their related documents follow from them and the
+// categories) and of the files.
+func (b Bundle) etag(digest []byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "bundle/1\n%s\n%q\n", b.Next, b.Tags)
-	for _, d := range b.Listing {
-		_ = binary.Write(h, binary.BigEndian, d.Seq)
-		fmt.Fprintf(h, "%s\n", d.ID)
-	}
 	h.Write(b.Config)
-	for _, f := range b.Files {
-		h.Write(f.Record)
-	}
+	h.Write(digest)
 	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 }
 
