@@ -142,33 +142,60 @@ func TestSyncPagesAreBoundedByBytes(t *testing.T) {
 		testkit.Must(t, err, "Create")
 		ids = append(ids, d.ID)
 	}
-	seen := map[string]int{}
+	seen, removed := map[string]int{}, map[string]int{}
 	pages, cursor := 0, ""
-	for {
-		p, err := l.Sync(ctx, cursor, 0)
-		testkit.Must(t, err, "Sync")
-		pages++
-		var size int
-		for _, d := range p.Documents {
-			seen[d.ID]++
-			b, _ := json.Marshal(map[string]any{"id": d.ID, "title": d.Title, "type": d.Type, "url": d.URL,
-				"tagsIds": d.TagsIDs, "updatedAt": "2026-11-22T10:15:30.123Z"})
-			size += len(b) + 1
-		}
-		if size > l.pageBytes && len(p.Documents) > 1 {
-			t.Errorf("page %d: %d documents in %d bytes, over the bound of %d", pages, len(p.Documents), size, l.pageBytes)
-		}
-		cursor = p.Next.String()
-		if !p.HasMore || pages > 20 {
-			break
+	syncAll := func() {
+		for {
+			p, err := l.Sync(ctx, cursor, 0)
+			testkit.Must(t, err, "Sync")
+			pages++
+			size := len(p.Removed) * 25
+			for _, id := range p.Removed {
+				removed[id]++
+			}
+			for _, d := range p.Documents {
+				seen[d.ID]++
+				b, _ := json.Marshal(map[string]any{"id": d.ID, "title": d.Title, "type": d.Type, "url": d.URL,
+					"tagsIds": d.TagsIDs, "updatedAt": "2026-11-22T10:15:30.123Z"})
+				size += len(b) + 1
+			}
+			if size > l.pageBytes && len(p.Documents)+len(p.Removed) > 1 {
+				t.Errorf("page %d: %d documents in %d bytes, over the bound of %d", pages, len(p.Documents), size, l.pageBytes)
+			}
+			cursor = p.Next.String()
+			if !p.HasMore || pages > 40 {
+				return
+			}
 		}
 	}
+	syncAll()
 	if pages < 4 || len(seen) != len(ids) {
 		t.Errorf("%d pages, %d documents seen; want at least 4 pages (each about 1.6 KiB a document) and all %d", pages, len(seen), len(ids))
 	}
-	for id, n := range seen {
+	// From the cursor: 3 deleted, 3 changed, spread over several pages.
+	for i, id := range ids[:6] {
+		if i < 3 {
+			_, _, err := svc.Delete(ctx, id)
+			testkit.Must(t, err, "Delete")
+			continue
+		}
+		_, err := svc.Update(ctx, id, document.Input{Type: "LINK", Title: fmt.Sprintf("%d changed %s", i, strings.Repeat("<&>", 90)), URL: "https://x.org"})
+		testkit.Must(t, err, "Update")
+	}
+	before := pages
+	syncAll()
+	if pages-before < 2 || len(removed) != 3 || seen[ids[3]] != 2 || seen[ids[5]] != 2 {
+		t.Errorf("from the cursor: %d pages, removed %v, changed ones seen %d, %d times; want 2 pages or more, 3 removed, each changed twice in all",
+			pages-before, removed, seen[ids[3]], seen[ids[5]])
+	}
+	for i, id := range ids {
+		if want := map[bool]int{true: 2, false: 1}[i >= 3 && i < 6]; seen[id] != want {
+			t.Errorf("document %d came %d times, want %d (changed ones twice)", i, seen[id], want)
+		}
+	}
+	for id, n := range removed {
 		if n != 1 {
-			t.Errorf("document %s came %d times", id, n)
+			t.Errorf("removal of %s came %d times", id, n)
 		}
 	}
 }
