@@ -130,6 +130,11 @@ func TestBundleThenSync(t *testing.T) {
 		t.Error("the gzipped bundle's ETag does not revalidate")
 	}
 
+	if zs := st.Req("GET", "/public/bundle", nil, "Accept-Encoding", "zstd, gzip;q=0.5"); zs.Status != 200 || zs.Header.Get("Content-Encoding") != "zstd" ||
+		zs.Header.Get("ETag") == etag || zs.Header.Get("ETag") == gz.Header.Get("ETag") {
+		t.Errorf("zstd preferred: %d %v; want zstd with an ETag of its own", zs.Status, zs.Header)
+	}
+
 	var pinned bundle
 	pr := st.Req("GET", "/public/bundle?tags="+url.QueryEscape("pdfs"), nil, identity...)
 	pr.JSON(t, &pinned)

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/andybalholm/brotli"
 	"github.com/gin-gonic/gin"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/problem"
@@ -37,8 +39,8 @@ type bundleDetail struct {
 }
 
 // bundle serves GET /public/bundle: the public library for an app's first
-// start (library/bundle.go), from the spool: written once per ETag, gzip
-// when the client accepts it, 304 for either ETag.
+// start (library/bundle.go), from the spool: written once per ETag, in the
+// coding the client prefers (zstd, br, gzip), 304 for the ETag of any.
 func (h *Handler) bundle(c *gin.Context) {
 	tags, err := library.ParseBundleTags(c.Query("tags"))
 	if err != nil {
@@ -50,9 +52,11 @@ func (h *Handler) bundle(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	enc := rendering.NegotiateAmong(c.GetHeader("Accept-Encoding"), rendering.Gzip)
-	etags := map[rendering.Encoding]string{rendering.Identity: b.ETag,
-		rendering.Gzip: strings.TrimSuffix(b.ETag, `"`) + `-gzip"`}
+	enc := rendering.NegotiateAmong(c.GetHeader("Accept-Encoding"), bundleEncodings...)
+	etags := map[rendering.Encoding]string{rendering.Identity: b.ETag}
+	for _, e := range bundleEncodings {
+		etags[e] = strings.TrimSuffix(b.ETag, `"`) + "-" + e.String() + `"`
+	}
 	hd := c.Writer.Header()
 	hd.Set("Cache-Control", rendering.Public)
 	hd.Add("Vary", "Accept-Encoding")
@@ -70,8 +74,8 @@ func (h *Handler) bundle(c *gin.Context) {
 	hd.Set("ETag", etags[enc])
 	hd.Set("Content-Type", rendering.JSONType)
 	hd.Set("Content-Length", strconv.FormatInt(f.size, 10))
-	if enc == rendering.Gzip {
-		hd.Set("Content-Encoding", "gzip")
+	if enc != rendering.Identity {
+		hd.Set("Content-Encoding", enc.String())
 	}
 	c.Status(http.StatusOK)
 	if c.Request.Method != http.MethodHead {
@@ -96,12 +100,29 @@ func matchETag(inm string, etags map[rendering.Encoding]string, negotiated rende
 	return 0, false
 }
 
-// writeEncoded writes the bundle to w in enc (identity or gzip).
+// bundleEncodings are the codings a bundle is offered in, beside identity.
+var bundleEncodings = []rendering.Encoding{rendering.Zstd, rendering.Brotli, rendering.Gzip}
+
+// writeEncoded writes the bundle to w in enc. The levels are those of the
+// JSON renderings (libs/rendering) but zstd's, one below its best: a
+// bundle is compressed once per change, yet the first request after one
+// waits for it.
 func writeEncoded(ctx context.Context, w io.Writer, enc rendering.Encoding, b library.Bundle) error {
-	if enc != rendering.Gzip {
+	var z io.WriteCloser
+	var err error
+	switch enc {
+	case rendering.Gzip:
+		z, err = gzip.NewWriterLevel(w, 8)
+	case rendering.Zstd:
+		z, err = zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+	case rendering.Brotli:
+		z = brotli.NewWriterLevel(w, 5)
+	default:
 		return writeBundle(ctx, w, b)
 	}
-	z := gzip.NewWriter(w)
+	if err != nil {
+		return err
+	}
 	if err := writeBundle(ctx, z, b); err != nil {
 		return err
 	}
