@@ -130,7 +130,7 @@ func BenchmarkRenditions(b *testing.B) {
 	var sv serveResult
 	var peak int64
 	for b.Loop() {
-		th = benchThumbnails(b, client, med, vt, dir, ids[:rendImages])
+		th = benchThumbnails(b, client, med, vt, dir, "jpg", rendRounds, ids[:rendImages])
 		sv = benchServed(b, client, med, ids[0])
 		peak = benchRSS(b, st, client, med, ids[rendImages:])
 	}
@@ -142,10 +142,10 @@ type thumbResult struct{ service, vips []float64 } // images per second, one fig
 
 // benchThumbnails makes a new 320 px WebP of each image per round through
 // the service (q differs each round, so each is a new rendition) and with
-// vipsthumbnail on the same files and quality, interleaved.
-func benchThumbnails(b *testing.B, client *http.Client, med, vt, dir string, ids []string) thumbResult {
+// vipsthumbnail on the same files (dir/<i>.<ext>) and quality, interleaved.
+func benchThumbnails(b *testing.B, client *http.Client, med, vt, dir, ext string, rounds int, ids []string) thumbResult {
 	var r thumbResult
-	for round := range rendRounds {
+	for round := range rounds {
 		q := 50 + 10*round%50
 		t0 := time.Now()
 		for _, id := range ids {
@@ -155,7 +155,7 @@ func benchThumbnails(b *testing.B, client *http.Client, med, vt, dir string, ids
 		r.service = append(r.service, float64(len(ids))/time.Since(t0).Seconds())
 		t0 = time.Now()
 		for i := range ids {
-			in := filepath.Join(dir, fmt.Sprintf("%d.jpg", i))
+			in := filepath.Join(dir, fmt.Sprintf("%d.%s", i, ext))
 			out := filepath.Join(dir, fmt.Sprintf("%d-%d.webp[Q=%d,strip]", i, round, q))
 			if o, err := exec.Command(vt, in, "-s", "320", "-o", out).CombinedOutput(); err != nil {
 				b.Fatalf("vipsthumbnail: %v %s", err, o)

@@ -134,6 +134,11 @@ func TestOpenAPIConformance(t *testing.T) {
 	call("HEAD", "/public/sync", nil, 200)
 	getAll("/public/sync?cursor="+page.Cursor, 200)
 	getAll("/public/sync?cursor=not-a-cursor", 400)
+	getAll("/public/bundle", 200, "Accept-Encoding", "identity")
+	getAll("/public/bundle?tags=kids", 200, "Accept-Encoding", "identity")
+	getAll("/public/bundle?tags=,", 400)
+	getAll("/public/documents/"+md.ID+"/text", 200)
+	getAll("/public/documents/"+link.ID+"/text", 404) // no_text
 	getAll("/public/documents", 200)
 	call("GET", "/public/documents", nil, 304, "If-None-Match", etagOf("GET", "/public/documents"))
 	getAll("/public/documents/"+file.ID+"/detail", 200)

@@ -295,8 +295,29 @@ func cacheControlHeader(v string) []string {
 	return []string{v}
 }
 
+// NegotiateAmong picks, for an Accept-Encoding value, the encoding of
+// offered a client prefers, as Negotiate does, or Identity: for an answer
+// that is made as it is sent (streamed), in the encodings its maker has.
+func NegotiateAmong(acceptEncoding string, offered ...Encoding) Encoding {
+	if acceptEncoding == "" {
+		return Identity
+	}
+	var mask [numEncodings]bool
+	for _, e := range offered {
+		mask[e] = true
+	}
+	return negotiateAmong(acceptEncoding, mask)
+}
+
+var allEncodings = [numEncodings]bool{true, true, true, true}
+
 // negotiate picks the encoding for an Accept-Encoding value; see Negotiate.
 func negotiate(acceptEncoding string) Encoding {
+	return negotiateAmong(acceptEncoding, allEncodings)
+}
+
+// negotiateAmong is negotiate among the codings offered.
+func negotiateAmong(acceptEncoding string, offered [numEncodings]bool) Encoding {
 	var q [numEncodings]float64
 	var listed [numEncodings]bool // Identity too: a client may prefer it
 	star, starListed := 0.0, false
@@ -332,7 +353,7 @@ func negotiate(acceptEncoding string) Encoding {
 	}
 	best, bestQ := Identity, 0.0
 	for e := Zstd; e < numEncodings; e++ {
-		if w := weightOf(e); w > bestQ {
+		if w := weightOf(e); offered[e] && w > bestQ {
 			best, bestQ = e, w
 		}
 	}

@@ -294,3 +294,27 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
+
+// TestNegotiateAmongOffered: a streamed answer made in gzip only is sent in
+// gzip when the client accepts it, whatever it prefers, and as identity
+// when it accepts none of what is offered.
+func TestNegotiateAmongOffered(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		accept string
+		want   Encoding
+	}{
+		{"", Identity},
+		{"gzip", Gzip},
+		{"br, zstd, gzip;q=0.5", Gzip},
+		{"br, zstd", Identity},
+		{"*", Gzip},
+		{"gzip;q=0", Identity},
+		{"identity;q=1, gzip;q=0.5", Identity},
+	}
+	for _, c := range cases {
+		if got := NegotiateAmong(c.accept, Gzip); got != c.want {
+			t.Errorf("NegotiateAmong(%q, gzip) = %v, want %v", c.accept, got, c.want)
+		}
+	}
+}

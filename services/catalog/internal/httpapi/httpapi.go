@@ -39,6 +39,8 @@ type Handler struct {
 	media http.Handler // proxies PDF downloads to the media service
 	// previews bounds the text previews render at once (preview.go).
 	previews *previewSlots
+	// bundles are the bundles made lately, on disk (spool.go).
+	bundles *spool
 }
 
 // Options tune a Handler.
@@ -49,7 +51,7 @@ type Options struct {
 
 // New returns a Handler.
 func New(svc *document.Service, lib *library.Library, opt Options) *Handler {
-	return &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), previews: newPreviewSlots()}
+	return &Handler{svc: svc, lib: lib, media: mediaProxy(opt.MediaURL), previews: newPreviewSlots(), bundles: newSpool(spoolBytes)}
 }
 
 // Register adds the routes to r; every GET answers HEAD too. Every route
@@ -61,6 +63,7 @@ func (h *Handler) Register(r gin.IRouter) {
 	httpx.GET(b, "/public/documents/:id/detail", h.detail(false))
 	httpx.GET(r, "/public/documents/:id/download", h.download(false))
 	httpx.GET(b, "/public/sync", httpx.StrictQuery, h.sync) // the one route that reads a query
+	h.registerReads(r)
 
 	httpx.GET(b, "/bo/documents", h.list(true))
 	b.POST("/bo/documents", h.create)

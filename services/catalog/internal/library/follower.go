@@ -62,11 +62,12 @@ const (
 
 // Library is one replica's copy of the catalog.
 type Library struct {
-	src      Source
-	log      *slog.Logger
-	pageSize int              // of a sync page: PageSize, smaller in tests
-	now      func() time.Time // time.Now; tests step it
-	wakeup   chan struct{}    // buffered: wakes the follower
+	src       Source
+	log       *slog.Logger
+	pageSize  int              // of a sync page: PageSize, smaller in tests
+	pageBytes int              // of a sync page: PageBytes, smaller in tests
+	now       func() time.Time // time.Now; tests step it
+	wakeup    chan struct{}    // buffered: wakes the follower
 
 	cur atomic.Pointer[Snapshot] // published under mu, read without it
 
@@ -78,13 +79,15 @@ type Library struct {
 	ended   chan struct{} // closed when a look ends, then replaced
 	puts    []document.Document
 	tax     taxonomy
+
+	settings settings // the public settings, for bundles (bundle.go)
 }
 
 // New returns an empty Library whose follower starts with the first read
 // that needs the store. tags gives the tag categories (sync and the
 // related documents' order).
 func New(src Source, tags Taxonomy, log *slog.Logger) *Library {
-	l := &Library{src: src, log: log, pageSize: PageSize, now: time.Now,
+	l := &Library{src: src, log: log, pageSize: PageSize, pageBytes: PageBytes, now: time.Now,
 		wakeup: make(chan struct{}, 1), ended: make(chan struct{}), tax: taxonomy{src: tags}}
 	l.cur.Store(newSnapshot(nil, 0, 0, 0, nil))
 	return l

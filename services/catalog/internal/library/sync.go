@@ -41,12 +41,21 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/doclib/services/catalog/internal/document"
 )
 
 // PageSize is the most documents (and removed ids) a page holds.
 const PageSize = 1000
+
+// PageBytes bounds the JSON of a page's documents and removed ids: a page
+// stops before the item that would take it past, and holds at least one.
+// A document of the sync is small (its short form: up to some 10 KiB with
+// the longest title, URL and 100 tags), so only pages of such documents
+// are cut by it; its client calls again at once, as after any page with
+// hasMore.
+const PageBytes = 1 << 20
 
 // pageWait bounds how long a sync page waits for the follower (snapshotFor).
 const pageWait = time.Second
@@ -156,29 +165,30 @@ type Page struct {
 // documents only). Documents changed after the stable point (held at a
 // seq above it) are sent too on the last page, while it has room: they
 // are committed, and come again after the next cursor.
-func (s *Snapshot) page(from *Cursor, limit int) Page {
+func (s *Snapshot) page(from *Cursor, limit, maxBytes int) Page {
 	var pos Cursor
 	if from != nil {
 		pos = *from
 	}
 	var p Page
 	i := sort.Search(len(s.bySeq), func(i int) bool { return pos.after(s.bySeq[i]) })
-	n := 0
+	n, size := 0, 0
 	var last *document.Document
 	for ; i < len(s.bySeq); i++ {
 		d := s.bySeq[i]
 		beyond := d.Seq > s.Stable
-		if n == limit {
+		item := itemBytes(d, from != nil)
+		if n == limit || n > 0 && size+item > maxBytes {
 			p.HasMore = !beyond
 			break
 		}
 		switch {
 		case !d.IsDeleted:
 			p.Documents = append(p.Documents, d)
-			n++
+			n, size = n+1, size+item
 		case from != nil:
 			p.Removed = append(p.Removed, d.ID)
-			n++
+			n, size = n+1, size+item
 		}
 		if !beyond {
 			last = d
@@ -211,7 +221,7 @@ func (l *Library) Sync(ctx context.Context, raw string, publicLag time.Duration)
 	if err != nil {
 		return Page{}, err
 	}
-	p := s.page(from, l.pageSize)
+	p := s.page(from, l.pageSize, l.pageBytes)
 	p.Next.Floor = s.Stable
 	if from != nil {
 		p.Next.Floor = min(from.Floor, s.Stable)
@@ -297,4 +307,43 @@ func (l *Library) addCategories(ctx context.Context, p *Page, from *Cursor) erro
 		p.Next.Categories = from.Categories // none sent: the client keeps its own
 	}
 	return nil
+}
+
+// itemBytes is the most JSON d takes in a page: its short form with
+// updatedAt, or its id among the removed ones (0 when a first sync, which
+// sends no removals, skips it).
+func itemBytes(d *document.Document, removals bool) int {
+	if d.IsDeleted {
+		if !removals {
+			return 0
+		}
+		return jsonLen(d.ID) + 1
+	}
+	const fixed = len(`{"id":,"title":,"type":"MARKDOWN","tagsIds":[],"updatedAt":"2026-11-22T10:15:30.123Z"},`)
+	n := fixed + jsonLen(d.ID) + jsonLen(d.Title)
+	if d.URL != "" {
+		n += len(`,"url":`) + jsonLen(d.URL)
+	}
+	for _, t := range d.TagsIDs {
+		n += jsonLen(t) + 1
+	}
+	return n
+}
+
+// jsonLen is the most bytes s takes as a JSON string (encoding/json's
+// escapes: six bytes for a control character, <, >, &, U+2028, U+2029 or
+// an invalid byte).
+func jsonLen(s string) int {
+	n := 2
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			n += 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029 || r == utf8.RuneError:
+			n += 6
+		default:
+			n += utf8.RuneLen(r)
+		}
+	}
+	return n
 }

@@ -181,6 +181,9 @@ func table() []Route {
 		{"GET", "/public/documents/:id/detail", Catalog, NoBody},
 		{"GET", "/public/documents/:id/download", Catalog, NoBody},
 		{"GET", "/public/sync", Catalog, NoBody},
+		// an app's offline use: its first start, a document's words
+		{"GET", "/public/bundle", Catalog, NoBody},
+		{"GET", "/public/documents/:id/text", Catalog, NoBody},
 		{"GET", "/bo/documents", Catalog, NoBody},
 		{"POST", "/bo/documents", Catalog, JSON},
 		{"POST", "/bo/documents/preview", Catalog, JSON},

@@ -26,6 +26,8 @@ func TestTable(t *testing.T) {
 		{"GET", "/public/documents/:id/detail", cat, route.NoBody},
 		{"GET", "/public/documents/:id/download", cat, route.NoBody},
 		{"GET", "/public/sync", cat, route.NoBody},
+		{"GET", "/public/bundle", cat, route.NoBody},
+		{"GET", "/public/documents/:id/text", cat, route.NoBody},
 		{"GET", "/bo/documents", cat, route.NoBody},
 		{"POST", "/bo/documents", cat, route.JSON},
 		{"POST", "/bo/documents/preview", cat, route.JSON},
