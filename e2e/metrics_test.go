@@ -50,7 +50,7 @@ func TestMetrics(t *testing.T) {
 		},
 		"catalog": {
 			`http_server_request_duration_seconds_bucket{http_request_method="GET",http_response_status_code="200",http_route="/public/documents/:id/detail",le="+Inf"}`,
-			`doclib_outbox_pending_events{collection="documents"}`,
+			`doclib_outbox_pending_events{collection="outbox"}`,
 			`doclib_events_applied_total{consumer="catalog-tag-deleted"} 1`,
 			`doclib_events_retried_total{consumer="catalog-tag-deleted",reason="failed"} 0`,
 			`doclib_events_retried_total{consumer="catalog-media-deleted",reason="unavailable"} 0`,

@@ -32,11 +32,10 @@ import (
 
 // Source is how the library follows the store.
 type Source interface {
-	// Counter is the highest seq handed out.
+	// Counter is the highest seq handed out. Its increment commits with
+	// the write it numbers, so every write up to it is visible to reads
+	// made after the call: it is the stable point of what they read.
 	Counter(ctx context.Context) (int64, error)
-	// Stable is a point of the sequence up to which every write is
-	// visible to reads made after the call.
-	Stable(ctx context.Context) (int64, error)
 	// Horizon is the highest DeletedSeq of the purged documents gone for
 	// good.
 	Horizon(ctx context.Context) (int64, error)
@@ -210,8 +209,8 @@ func (l *Library) lookFrom(ctx context.Context, s *Snapshot) (*Snapshot, error) 
 	return l.refresh(ctx, s, c)
 }
 
-// refresh reads every change after s's stable point. The stable point is
-// read first: every write up to it is visible to the reads that follow.
+// refresh reads every change after s's stable point, up to counter (read
+// first: every write up to it is visible to the reads that follow).
 // The horizon is read last: the sweep raises it before it removes a purged
 // document, so a document the changes no longer hold is under the horizon
 // read after them.
@@ -221,16 +220,24 @@ func (l *Library) lookFrom(ctx context.Context, s *Snapshot) (*Snapshot, error) 
 // stable point it was read from is held deleted, not live. So only a
 // document deleted above it, then purged and removed for good before the
 // horizon was read, can be held live wrongly. The horizon then is above
-// that stable point, and every document is read again, after a pause that
-// grows (a horizon held above the stable point by a dead writer's hold
-// would otherwise make back-to-back reads of every document).
+// that stable point, and every document is read again, from a counter
+// read anew, after a pause that grows (purges in a row would otherwise
+// make back-to-back reads of every document).
 func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Snapshot, error) {
 	base := s
 	for reads := 1; ; reads++ {
-		stable, changes, horizon, err := l.read(ctx, base.Stable)
+		if reads > 1 {
+			c, err := l.src.Counter(ctx)
+			if err != nil {
+				return nil, err
+			}
+			counter = c
+		}
+		changes, horizon, err := l.read(ctx, base.Stable)
 		if err != nil {
 			return nil, err
 		}
+		stable := counter
 		from := base.Stable
 		if len(base.docs) == 0 {
 			from = stable // nothing held: only the changes can hold such a document
@@ -247,17 +254,14 @@ func (l *Library) refresh(ctx context.Context, s *Snapshot, counter int64) (*Sna
 	}
 }
 
-// read returns a stable point, every document changed after the stable
-// point after, and then the horizon.
-func (l *Library) read(ctx context.Context, after int64) (stable int64, changes []document.Document, horizon int64, err error) {
-	if stable, err = l.src.Stable(ctx); err != nil {
-		return 0, nil, 0, err
-	}
+// read returns every document changed after the stable point after, and
+// then the horizon.
+func (l *Library) read(ctx context.Context, after int64) (changes []document.Document, horizon int64, err error) {
 	seq, id := after, ""
 	for {
 		page, err := l.src.Changes(ctx, seq, id, pageSize)
 		if err != nil {
-			return 0, nil, 0, err
+			return nil, 0, err
 		}
 		changes = append(changes, page...)
 		if len(page) < pageSize {
@@ -266,7 +270,7 @@ func (l *Library) read(ctx context.Context, after int64) (stable int64, changes 
 		seq, id = page[len(page)-1].Seq, page[len(page)-1].ID
 	}
 	horizon, err = l.src.Horizon(ctx)
-	return stable, changes, horizon, err
+	return changes, horizon, err
 }
 
 // apply returns s with the changes read, and without the documents the

@@ -19,7 +19,7 @@
 // conflict and one waits for, or retries after, the other: numbers are
 // handed out in commit order. A reader that has seen the counter at n
 // therefore sees every write numbered up to n: the counter is the stable
-// point (Stable), on which the replicas' memory and the sync cursor rest.
+// point, on which the replicas' memory and the sync cursor rest.
 package mongostore
 
 import (
@@ -436,14 +436,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	return removed, err
 }
 
-// Stable returns a point of the sequence up to which every write is
-// visible to reads made after this call: the counter itself, as its
-// increment commits with the write it numbers (package comment).
-func (s *Store) Stable(ctx context.Context) (int64, error) { return s.Counter(ctx) }
-
 // Changes returns up to limit documents after the position (seq, id), in
 // (seq, _id) order: the documents as they are now, deleted ones included.
-// Read after Stable, they hold every change up to it. Writes of many
+// Read after Counter, they hold every change up to it. Writes of many
 // documents at once share a seq, hence the id in the position; an empty
 // id means every document at seq was read.
 func (s *Store) Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error) {

@@ -1,5 +1,5 @@
 // Package storetest is the contract of document.Store, and of how replicas
-// follow a store (Stable, Changes): one suite that every implementation
+// follow a store (Counter, Changes): one suite that every implementation
 // runs, against the test database and, with TEST_MONGODB_URI set, a real
 // MongoDB, so that no quirk of one server decides what the catalog relies
 // on.
@@ -21,9 +21,9 @@ import (
 // Store is what the suite exercises.
 type Store interface {
 	document.Store
-	// Stable returns the stable point of the change sequence: every write
-	// with a seq up to it is visible to reads made after the call.
-	Stable(ctx context.Context) (int64, error)
+	// Counter returns the change sequence's counter, its stable point:
+	// every write numbered up to it is visible to reads made after.
+	Counter(ctx context.Context) (int64, error)
 	// Changes returns up to limit documents after (afterSeq, afterID), in
 	// (seq, id) order.
 	Changes(ctx context.Context, afterSeq int64, afterID string, limit int) ([]document.Document, error)
@@ -256,14 +256,14 @@ func stableStaysBelowAWriteInFlight(t *testing.T, s Store) {
 		return err
 	}, func(d *document.Document) { d.Title = "in flight" })
 	create(t, s, "b") // committed while a is in flight
-	during, err := s.Stable(ctx)
-	must(t, err, "Stable")
+	during, err := s.Counter(ctx)
+	must(t, err, "Counter")
 	must(t, release(), "Update")
 	a, _ := s.Get(ctx, "a")
 	if during >= a.Seq {
 		t.Errorf("stable point %d while a was in flight, a then got seq %d: a reader could skip it", during, a.Seq)
 	}
-	after, _ := s.Stable(ctx)
+	after, _ := s.Counter(ctx)
 	if b, _ := s.Get(ctx, "b"); after < a.Seq || after < b.Seq {
 		t.Errorf("stable point %d once idle, want at least %d and %d", after, a.Seq, b.Seq)
 	}
@@ -299,8 +299,8 @@ func changesSkipNothing(t *testing.T, s Store) {
 	seen := map[string]document.Document{}
 	var stable int64
 	follow := func() {
-		st, err := s.Stable(ctx)
-		must(t, err, "Stable")
+		st, err := s.Counter(ctx)
+		must(t, err, "Counter")
 		var seq int64
 		var id string
 		seq = stable
