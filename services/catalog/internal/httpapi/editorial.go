@@ -134,9 +134,9 @@ func (h *Handler) registerEditorial(b gin.IRouter) {
 
 // precondition carries a back-office write's If-Match into its context
 // (document.IfMatch): the store refuses the write if the document is at
-// another version. A tag of the back-office detail (version, digest of the
-// document, digest of the whole detail) names its version only when its
-// version and document digest are the detail's now: what its related
+// another version. A tag of the back-office detail (version, then a digest
+// of the document and one of the whole detail) names its version only when
+// its version and document digest are the detail's now: what its related
 // documents show (their titles) may have changed meanwhile, the document
 // not. Without If-Match, writes are made as before.
 func (h *Handler) precondition(c *gin.Context) {
@@ -176,9 +176,9 @@ func (h *Handler) boDetail(c *gin.Context) {
 	r.Serve(c.Writer, c.Request, rendering.Private)
 }
 
-// detailRendering is d's back-office detail, tagged with its version, a
-// digest of the document's own part (the detail without its related
-// documents) and a digest of the body.
+// detailRendering is d's back-office detail, tagged with its version and
+// a digest: 12 hex digits of the document's own part (the detail without
+// its related documents), 12 of the body.
 func (h *Handler) detailRendering(d *document.Document) (*rendering.Rendering, error) {
 	body, err := json.Marshal(toDetailOf(h.lib.Current(), d, true))
 	if err != nil {
@@ -189,23 +189,22 @@ func (h *Handler) detailRendering(d *document.Document) (*rendering.Rendering, e
 		return nil, err
 	}
 	sum, ownSum := sha256.Sum256(body), sha256.Sum256(own)
-	etag := fmt.Sprintf(`"%d.%s.%s"`, d.Version, hex.EncodeToString(ownSum[:6]), hex.EncodeToString(sum[:6]))
+	etag := fmt.Sprintf(`"%d.%s%s"`, d.Version, hex.EncodeToString(ownSum[:6]), hex.EncodeToString(sum[:6]))
 	return rendering.NewWithETag(rendering.JSONType, body, etag), nil
 }
 
-// ownPart is the version and document digest of a detail's tag ("" for
-// a tag of another shape).
+// ownPart is the version and document digest of a detail's tag, as
+// sent or encoded ("" for a tag of another shape).
 func ownPart(tag string) string {
 	t := strings.Trim(tag, `"`)
-	first := strings.IndexByte(t, '.')
-	if first < 0 {
+	if i := strings.IndexByte(t, '-'); i >= 0 {
+		t = t[:i]
+	}
+	dot := strings.IndexByte(t, '.')
+	if dot < 0 || len(t)-dot-1 != 24 {
 		return ""
 	}
-	second := strings.IndexByte(t[first+1:], '.')
-	if second < 0 {
-		return ""
-	}
-	return t[:first+1+second]
+	return t[:dot+13]
 }
 
 // editorialWrite serves a publication route: no body, the document after.
