@@ -125,18 +125,34 @@ func Hold(ctx context.Context, client *mongo.Client) (context.Context, *Held) {
 
 // join runs fn in the held transaction, starting it if need be. A failing
 // fn aborts the transaction, undoing every write joined so far (the
-// request then answers its failure, which commits nothing of it).
+// request then answers its failure, which commits nothing of it). When fn
+// is the transaction's first and fails with a transient transaction error
+// (a write conflict with another transaction), it runs again in a new
+// one, as WithTransaction does, while ctx lasts.
 func (h *Held) join(ctx context.Context, fn func(ctx context.Context) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.start(); err != nil {
-		return err
-	}
-	if err := fn(context.WithValue(mongo.NewSessionContext(ctx, h.sess), hooksKey{}, &h.hooks)); err != nil {
+	first := h.sess == nil
+	for {
+		if err := h.start(); err != nil {
+			return err
+		}
+		err := fn(context.WithValue(mongo.NewSessionContext(ctx, h.sess), hooksKey{}, &h.hooks))
+		if err == nil {
+			return nil
+		}
 		h.abort(ctx)
-		return err
+		if !first || !transient(err) || ctx.Err() != nil {
+			return err
+		}
 	}
-	return nil
+}
+
+// transient reports an error the server labels TransientTransactionError:
+// the whole transaction may run again.
+func transient(err error) bool {
+	var le mongo.LabeledError
+	return errors.As(err, &le) && le.HasErrorLabel("TransientTransactionError")
 }
 
 func (h *Held) start() error {

@@ -59,6 +59,9 @@ type Revisions interface {
 	ListRevisions(ctx context.Context, id string, before int64, limit int, withDocs bool) ([]Revision, error)
 	// GetRevision returns one revision; ErrRevisionNotFound if there is none.
 	GetRevision(ctx context.Context, id string, version int64) (Revision, error)
+	// NewestRevision returns the highest version of the document's stored
+	// revisions (0: none).
+	NewestRevision(ctx context.Context, id string) (int64, error)
 	// ExpireRevisions removes those made before the time (retention by
 	// age; the document itself stays as it is). The retention by count is
 	// the store's, applied in each write's transaction.

@@ -53,6 +53,15 @@ func (s *Service) importDocument(ctx context.Context, d Document) (Document, boo
 	} else if !errors.Is(err, ErrNotFound) {
 		return Document{}, false, err
 	}
+	// Its revisions were imported first: none may be above its version,
+	// which its next write takes.
+	switch newest, err := s.store.NewestRevision(ctx, d.ID); {
+	case err != nil:
+		return Document{}, false, err
+	case newest > d.Version:
+		return Document{}, false, validation.Errors{{Field: "version",
+			Message: fmt.Sprintf("is %d, below revision %d imported for this document: import the document at its latest version", d.Version, newest)}}
+	}
 	d.Change = Change{By: d.UpdatedBy, At: d.UpdatedAt, Why: WhyImport}
 	r, err := s.store.GetRevision(ctx, d.ID, d.Version)
 	switch {

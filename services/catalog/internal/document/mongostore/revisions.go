@@ -233,6 +233,17 @@ func (r revisionDoc) domain() document.Revision {
 	return out
 }
 
+// NewestRevision implements document.Revisions.
+func (s *Store) NewestRevision(ctx context.Context, id string) (int64, error) {
+	var r revisionDoc
+	err := s.revs.FindOne(ctx, bson.M{"documentId": id}, options.FindOne().
+		SetSort(bson.D{{Key: "version", Value: -1}}).SetProjection(bson.M{"version": 1})).Decode(&r)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil
+	}
+	return r.Version, err
+}
+
 // GetRevision implements document.Revisions.
 func (s *Store) GetRevision(ctx context.Context, id string, version int64) (document.Revision, error) {
 	var r revisionDoc
@@ -244,24 +255,6 @@ func (s *Store) GetRevision(ctx context.Context, id string, version int64) (docu
 		return document.Revision{}, err
 	}
 	return r.domain(), nil
-}
-
-// TrimRevisions implements document.Revisions, with one deletion for all
-// the documents.
-func (s *Store) TrimRevisions(ctx context.Context, upTo map[string]int64) error {
-	if len(upTo) == 0 {
-		return nil
-	}
-	or := make(bson.A, 0, len(upTo))
-	for id, v := range upTo {
-		or = append(or, bson.M{"documentId": id, "version": bson.M{"$lte": v}})
-	}
-	filter := or[0]
-	if len(or) > 1 {
-		filter = bson.M{"$or": or}
-	}
-	_, err := s.revs.DeleteMany(ctx, filter)
-	return err
 }
 
 // expireBatch is how many expired revisions ExpireRevisions looks at per
@@ -335,11 +328,13 @@ func (s *Store) expired(ctx context.Context, revs []revisionDoc) ([]string, erro
 	return expired, nil
 }
 
-// Scheduled implements document.Store: the documents whose publication or
-// unpublication is due, by the index of each.
+// Scheduled implements document.Store: the documents not deleted whose
+// publication or unpublication is due (one in the trash keeps its schedule
+// for a restore, which clears or applies it), by the index of each.
 func (s *Store) Scheduled(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	due := bson.M{"$lte": now}
-	cur, err := s.docs.Find(ctx, bson.M{"$or": bson.A{bson.M{"publishAt": due}, bson.M{"unpublishAt": due}}},
+	cur, err := s.docs.Find(ctx, bson.M{"$or": bson.A{
+		bson.M{"isDeleted": false, "publishAt": due}, bson.M{"isDeleted": false, "unpublishAt": due}}},
 		options.Find().SetProjection(bson.M{"_id": 1}).SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
