@@ -33,7 +33,7 @@ func TestValidPattern(t *testing.T) {
 			t.Errorf("%q should be valid", p)
 		}
 	}
-	for _, p := range []string{"", "document", "nope.*", "document.created", "webhook.ping"} {
+	for _, p := range []string{"", "document", "nope.*", "document.creat", "webhook.ping"} {
 		if ValidPattern(p) {
 			t.Errorf("%q should be refused", p)
 		}
