@@ -119,6 +119,9 @@ func start(t *testing.T, o options) *harness {
 		Auth: authenticator, Signer: proof.NewSigner(identityKey),
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil), CORSOrigins: o.corsOrigins,
 		Reference: ref, BodyRead: o.bodyRead, Console: o.console,
+		// The echo upstream stands in for the live streams (package changes
+		// tests them).
+		PublicChanges: upstreams[route.Taxonomy], BOChanges: upstreams[route.Taxonomy],
 	})
 	if err != nil {
 		t.Fatal(err)
