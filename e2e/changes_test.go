@@ -1,11 +1,18 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/doclib/libs/testkit"
 )
 
 // hooksOf returns the verified payloads rc got, in order, of the types
@@ -85,5 +92,129 @@ func TestWebhooksDeliverDocumentChanges(t *testing.T) {
 			t.Errorf("%s %s: want documentId %s, actor %s and a seq after %d", p.Type, p.Data, d.ID, TokenName, seq)
 		}
 		seq = data.Seq
+	}
+}
+
+// liveStream is an open GET of a live stream, read from outside as curl -N
+// would.
+type liveStream struct {
+	res    *http.Response
+	r      *bufio.Reader
+	cancel context.CancelFunc
+}
+
+type liveMessage struct {
+	ID    uint64
+	Event string
+	Data  struct {
+		Type        string          `json:"type"`
+		Data        json.RawMessage `json:"data"`
+		Sync        bool            `json:"sync"`
+		FromScratch bool            `json:"fromScratch"`
+	}
+}
+
+func openStream(t *testing.T, url string, headers ...string) *liveStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	testkit.Must(t, err, "request")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	t.Cleanup(func() { cancel(); _ = res.Body.Close() })
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET %s: %d %s, want 200 text/event-stream", url, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	return &liveStream{res: res, r: bufio.NewReader(res.Body), cancel: cancel}
+}
+
+// next returns the next message, failing after 15 s without one.
+func (s *liveStream) next(t *testing.T) liveMessage {
+	t.Helper()
+	timer := time.AfterFunc(15*time.Second, s.cancel)
+	defer timer.Stop()
+	var m liveMessage
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no message within 15 s: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "" && m.Event != "":
+			return m
+		case strings.HasPrefix(line, "id: "):
+			m.ID, _ = strconv.ParseUint(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			m.Event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			testkit.Must(t, json.Unmarshal([]byte(line[6:]), &m.Data), "data of "+m.Event)
+		}
+	}
+}
+
+// TestLiveStreamsShowATagCreation: a tag created through the back-office
+// shows on the public stream (without who made it) and on the back-office
+// stream (with them), for a viewer too; /bo/changes needs credentials.
+func TestLiveStreamsShowATagCreation(t *testing.T) {
+	st := NewStack(t, nil)
+	if r := st.ReqAt(st.AdminURL, "GET", "/bo/changes", nil); r.Status != 401 {
+		t.Errorf("GET /bo/changes without credentials: %d, want 401", r.Status)
+	}
+	pub := openStream(t, st.URL+"/public/changes")
+	bo := openStream(t, st.AdminURL+"/bo/changes", "Authorization", "Bearer "+ViewerToken)
+	st.Must("POST", "/bo/tags-categories", map[string]string{"id": "sse", "name": "Live"}, 201)
+	st.Must("POST", "/bo/tags", map[string]string{"id": "sse-t", "name": "Fresh", "categoryId": "sse"}, 201)
+	for _, s := range []struct {
+		name  string
+		s     *liveStream
+		actor bool
+	}{{"public", pub, false}, {"back-office", bo, true}} {
+		c, tg := s.s.next(t), s.s.next(t)
+		if c.Event != "category.created" || tg.Event != "tag.created" || tg.ID <= c.ID || !tg.Data.Sync {
+			t.Errorf("%s stream: %s #%d then %s #%d, want category.created then tag.created", s.name, c.Event, c.ID, tg.Event, tg.ID)
+		}
+		var d struct{ TagID, Name, Actor string }
+		testkit.Must(t, json.Unmarshal(tg.Data.Data, &d), "tag data")
+		if d.TagID != "sse-t" || d.Name != "Fresh" || (d.Actor == TokenName) != s.actor {
+			t.Errorf("%s stream: tag.created says %s; want the tag, the actor only on the back-office", s.name, tg.Data.Data)
+		}
+	}
+}
+
+// TestLiveStreamResumesWithLastEventID: a client that reconnects with the
+// last id it got receives exactly the changes made while it was away, then
+// the next ones; an id from before the horizon (or unknown) is a reset.
+func TestLiveStreamResumesWithLastEventID(t *testing.T) {
+	st := NewStack(t, nil)
+	s := openStream(t, st.URL+"/public/changes")
+	st.Must("POST", "/bo/tags-categories", map[string]string{"id": "away", "name": "Away"}, 201)
+	last := s.next(t)
+	s.cancel()
+	for _, id := range []string{"away-1", "away-2"} {
+		st.Must("POST", "/bo/tags", map[string]string{"id": id, "name": id, "categoryId": "away"}, 201)
+	}
+	again := openStream(t, st.URL+"/public/changes", "Last-Event-ID", strconv.FormatUint(last.ID, 10))
+	st.Must("PATCH", "/bo/tags/away-1", map[string]string{"name": "Back"}, 200)
+	want := []string{"tag.created", "tag.created", "tag.renamed"}
+	for i, w := range want {
+		if m := again.next(t); m.Event != w || m.ID <= last.ID {
+			t.Errorf("resumed message %d: %s #%d, want %s after #%d", i, m.Event, m.ID, w, last.ID)
+		} else {
+			last = m
+		}
+	}
+	future := openStream(t, st.URL+"/public/changes", "Last-Event-ID", strconv.FormatUint(last.ID+1000, 10))
+	if m := future.next(t); m.Event != "reset" || !m.Data.FromScratch || m.ID != last.ID {
+		t.Errorf("a resume from an id the stream never had: %+v, want a reset at #%d", m, last.ID)
+	}
+	if r := st.ReqAt(st.URL, "GET", "/public/changes", nil, "Last-Event-ID", "garbage"); r.Status != 400 {
+		t.Errorf("a Last-Event-ID that is not an id: %d, want 400", r.Status)
 	}
 }
