@@ -218,3 +218,24 @@ func TestLiveStreamResumesWithLastEventID(t *testing.T) {
 		t.Errorf("a Last-Event-ID that is not an id: %d, want 400", r.Status)
 	}
 }
+
+// checkStreamStart opens a live stream, reads its opening lines (up to the
+// first blank line) and has st.Check validate that answer, as Req does for
+// answers that end.
+func (st *Stack) checkStreamStart(t *testing.T, base, path string, headers ...string) {
+	t.Helper()
+	s := openStream(t, base+path, headers...)
+	defer s.cancel()
+	var head strings.Builder
+	for {
+		line, err := s.r.ReadString('\n')
+		testkit.Must(t, err, "read the opening of "+path)
+		head.WriteString(line)
+		if line == "\n" {
+			break
+		}
+	}
+	if st.Check != nil {
+		st.Check.Check(t, s.res.Request, Response{Status: s.res.StatusCode, Header: s.res.Header, Body: []byte(head.String())})
+	}
+}
