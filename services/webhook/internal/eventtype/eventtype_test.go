@@ -28,7 +28,7 @@ func TestMatch(t *testing.T) {
 
 func TestValidPattern(t *testing.T) {
 	t.Parallel()
-	for _, p := range []string{"document.*", "tag.deleted", "*", "media.*"} {
+	for _, p := range []string{"document.*", "tag.deleted", "*", "media.*", "tag.*", "category.*", "config.changed", "document.created", "media.uploaded"} {
 		if !ValidPattern(p) {
 			t.Errorf("%q should be valid", p)
 		}
