@@ -72,7 +72,7 @@ func TestWebhooksDeliverDocumentChanges(t *testing.T) {
 	var d struct{ ID string }
 	created := time.Now()
 	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "Live", "url": "https://example.org/live"}, 201).JSON(t, &d)
-	Eventually(t, 5*time.Second, "document.created within seconds of the answer", func() bool {
+	Eventually(t, 5*time.Second, "document.created within seconds of the answer (the catalog publishes library.catalog.document.created)", func() bool {
 		return len(hooksOf(t, rc, s.Secret, "document.created")) >= 1
 	})
 	edited := time.Now()

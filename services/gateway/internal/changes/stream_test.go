@@ -24,13 +24,20 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // setup starts NATS with the library's streams and a stream server on it.
 func setup(t *testing.T, cfg changes.Config) (jetstream.JetStream, *changes.Server, *httptest.Server) {
 	t.Helper()
+	return setupUntil(t, t.Context(), cfg)
+}
+
+// setupUntil is setup with streams that end when ctx does (the gateway's
+// shutdown).
+func setupUntil(t *testing.T, until context.Context, cfg changes.Config) (jetstream.JetStream, *changes.Server, *httptest.Server) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	nc, js, err := events.Connect(ctx, testkit.NATS(t).ClientURL(), "changes-test", testkit.Logger(t))
 	testkit.Must(t, err, "connect")
 	t.Cleanup(nc.Close)
 	testkit.Must(t, events.EnsureStream(ctx, js), "streams")
-	s := changes.New(t.Context(), js, cfg, testkit.Logger(t))
+	s := changes.New(until, js, cfg, testkit.Logger(t))
 	mux := http.NewServeMux()
 	mux.Handle("/public/changes", s.Handler(changes.Public, func(*http.Request) string { return "client" }))
 	mux.Handle("/bo/changes", s.Handler(changes.BackOffice, func(*http.Request) string { return "client" }))
@@ -224,4 +231,39 @@ func TestStreamsEndWithTheirClients(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after the streams ended, %d before", n, before)
 	}
+}
+
+// One client address may hold MaxPerClient streams (429 past it); a
+// gateway that shuts down ends every stream, so its clients reconnect
+// elsewhere.
+func TestPerClientCapAndShutdown(t *testing.T) {
+	t.Parallel()
+	shutdown, stop := context.WithCancel(context.Background())
+	defer stop()
+	cfg := config
+	cfg.MaxStreams, cfg.MaxPerClient = 10, 1
+	_, s, srv := setupUntil(t, shutdown, cfg)
+	a := open(t, srv.URL+"/public/changes", "")
+	res, err := http.Get(srv.URL + "/bo/changes")
+	testkit.Must(t, err, "GET")
+	_ = res.Body.Close()
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
+		t.Errorf("a second stream from one client capped at one: %d, want 429 with Retry-After", res.StatusCode)
+	}
+	stop()
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := a.r.ReadString('\n'); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream is still open 5 s after the shutdown began")
+	}
+	s.Wait()
 }
