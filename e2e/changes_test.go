@@ -239,3 +239,35 @@ func (st *Stack) checkStreamStart(t *testing.T, base, path string, headers ...st
 		st.Check.Check(t, s.res.Request, Response{Status: s.res.StatusCode, Header: s.res.Header, Body: []byte(head.String())})
 	}
 }
+
+// TestLiveStreamShowsAPublication: the app, up to date with a cursor and
+// following /public/changes, never sees a draft; the draft's publication
+// comes as a message carrying the public detail, and /public/sync from the
+// app's cursor then returns the document. An editor's draft saved on the
+// back-office stream names the document.
+func TestLiveStreamShowsAPublication(t *testing.T) {
+	st := NewStack(t, nil)
+	cursor := st.syncAll()
+	pub := openStream(t, st.URL+"/public/changes")
+	bo := openStream(t, st.AdminURL+"/bo/changes", "Authorization", "Bearer "+ViewerToken)
+	var d struct{ ID string }
+	st.Must("POST", "/bo/documents", `{"type":"LINK","title":"Bientôt","url":"https://example.org/soon","status":"draft"}`, 201).JSON(t, &d)
+	if m := bo.next(t); m.Event != "document.created" || !strings.Contains(string(m.Data.Data), d.ID) {
+		t.Errorf("back-office stream: %s %s, want document.created about %s (the catalog publishes it)", m.Event, m.Data.Data, d.ID)
+	}
+	st.Must("POST", "/bo/documents/"+d.ID+"/publish", nil, 200)
+	m := pub.next(t) // the draft's creation must not come first
+	var data struct {
+		DocumentID string          `json:"documentId"`
+		Public     json.RawMessage `json:"public"`
+		Actor      string          `json:"actor"`
+	}
+	testkit.Must(t, json.Unmarshal(m.Data.Data, &data), "data")
+	if m.Event != "document.published" || data.DocumentID != d.ID || len(data.Public) == 0 || data.Actor != "" || !m.Data.Sync {
+		t.Fatalf("public stream: %s %s, want document.published about %s with its public detail and no actor", m.Event, m.Data.Data, d.ID)
+	}
+	page, r := st.sync(cursor)
+	if r.Status != 200 || len(page.Documents) != 1 || page.Documents[0].ID != d.ID {
+		t.Errorf("/public/sync from the app's cursor after the message: %d %s, want the published document", r.Status, r.Body)
+	}
+}
