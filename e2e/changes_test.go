@@ -98,6 +98,7 @@ func TestWebhooksDeliverDocumentChanges(t *testing.T) {
 // liveStream is an open GET of a live stream, read from outside as curl -N
 // would.
 type liveStream struct {
+	url    string
 	res    *http.Response
 	r      *bufio.Reader
 	cancel context.CancelFunc
@@ -131,7 +132,7 @@ func openStream(t *testing.T, url string, headers ...string) *liveStream {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("GET %s: %d %s, want 200 text/event-stream", url, res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	return &liveStream{res: res, r: bufio.NewReader(res.Body), cancel: cancel}
+	return &liveStream{url: url, res: res, r: bufio.NewReader(res.Body), cancel: cancel}
 }
 
 // next returns the next message, failing after 15 s without one.
@@ -143,7 +144,7 @@ func (s *liveStream) next(t *testing.T) liveMessage {
 	for {
 		line, err := s.r.ReadString('\n')
 		if err != nil {
-			t.Fatalf("no message within 15 s: %v", err)
+			t.Fatalf("no message on %s within 15 s: %v", s.url, err)
 		}
 		line = strings.TrimSuffix(line, "\n")
 		switch {
