@@ -91,16 +91,25 @@ func open(t *testing.T, url, lastID string) *sse {
 // next returns the next message, counting the heartbeats before it.
 func (s *sse) next(t *testing.T) message {
 	t.Helper()
+	m, err := s.tryNext()
+	if err != nil {
+		t.Fatalf("read the stream: %v", err)
+	}
+	return m
+}
+
+// tryNext is next, for a goroutine: it says why it has no message.
+func (s *sse) tryNext() (message, error) {
 	var m message
 	for {
 		line, err := s.r.ReadString('\n')
 		if err != nil {
-			t.Fatalf("read the stream: %v", err)
+			return m, err
 		}
 		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case line == "" && m.Event != "":
-			return m
+			return m, nil
 		case line == ": heartbeat":
 			s.beats++
 		case strings.HasPrefix(line, "id: "):
@@ -108,7 +117,9 @@ func (s *sse) next(t *testing.T) message {
 		case strings.HasPrefix(line, "event: "):
 			m.Event = line[7:]
 		case strings.HasPrefix(line, "data: "):
-			testkit.Must(t, json.Unmarshal([]byte(line[6:]), &m.Data), "data")
+			if err := json.Unmarshal([]byte(line[6:]), &m.Data); err != nil {
+				return m, err
+			}
 		}
 	}
 }
