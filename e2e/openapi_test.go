@@ -59,6 +59,15 @@ func TestOpenAPIConformance(t *testing.T) {
 	getAll("/bo/me", 200, viewer...)
 	getAll("/bo/me", 401, noToken...)
 
+	// The live streams (the gateway serves them): their opening, then what
+	// is refused before a stream starts.
+	st.checkStreamStart(t, st.URL, "/public/changes")
+	st.checkStreamStart(t, st.AdminURL, "/bo/changes", "Authorization", "Bearer "+ViewerToken)
+	call("HEAD", "/public/changes", nil, 200)
+	call("HEAD", "/bo/changes", nil, 200, viewer...)
+	getAll("/public/changes", 400, "Last-Event-ID", "yesterday")
+	getAll("/bo/changes", 401, noToken...)
+
 	// Taxonomy.
 	call("POST", "/bo/tags-categories", `{"id":"health","name":"Santé"}`, 201)
 	call("POST", "/bo/tags-categories", `{"id":"audience","name":"Audience"}`, 201)

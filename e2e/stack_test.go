@@ -166,7 +166,7 @@ func newStack(t testing.TB, extra map[string][]string, logDir string) *Stack {
 			"WEBHOOK_URL=" + url("webhook"), "CONSOLE_URL=" + url("console"),
 			"BO_API_TOKENS=" + TokenName + ":editor:" + Token + "," + ViewerName + ":viewer:" + ViewerToken,
 			"SHUTDOWN_DRAIN_DELAY=0s", "PUBLIC_ADDR=" + st.addrs["gateway"], "ADMIN_ADDR=" + st.addrs[gatewayAdmin],
-			"CORS_ALLOWED_ORIGINS=" + BackOfficeOrigin},
+			"CORS_ALLOWED_ORIGINS=" + BackOfficeOrigin, "NATS_URL=" + natsURL},
 	}
 	for _, s := range order {
 		st.env[s] = append(st.env[s], "LOG_LEVEL=info", "IDENTITY_SIGNING_KEY="+IdentityKey)

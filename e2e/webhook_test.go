@@ -206,8 +206,9 @@ func TestWebhooksDeliverSignedEventsInOrder(t *testing.T) {
 	good := newHookReceiver(t, nil)
 	failing := newHookReceiver(t, func(int, *http.Request) int { return 500 })
 	gone := newHookReceiver(t, func(int, *http.Request) int { return 410 })
-	g := st.subscribe(good.srv.URL+"/hook?token=abc", "tag.*")
-	f := st.subscribe(failing.srv.URL, "*")
+	// Deletions only: creating the tags makes events too.
+	g := st.subscribe(good.srv.URL+"/hook?token=abc", "tag.deleted")
+	f := st.subscribe(failing.srv.URL, "tag.deleted")
 	x := st.subscribe(gone.srv.URL, "tag.deleted")
 
 	ids := st.tagEvents("wh", 5)
@@ -333,7 +334,7 @@ func TestWebhookKilledMidDelivery(t *testing.T) {
 		}
 		return 200
 	})
-	s := st.subscribe(rc.srv.URL, "tag.*")
+	s := st.subscribe(rc.srv.URL, "tag.deleted")
 	ids := st.tagEvents("kill", 6)
 	select {
 	case <-holding:
@@ -356,7 +357,7 @@ func TestWebhookKilledMidDelivery(t *testing.T) {
 func TestWebhookNATSOutage(t *testing.T) {
 	st := NewStack(t, nil)
 	rc := newHookReceiver(t, nil)
-	s := st.subscribe(rc.srv.URL, "tag.*", "category.deleted")
+	s := st.subscribe(rc.srv.URL, "tag.deleted", "category.deleted")
 	st.StopNATS()
 	ids := st.deleteTags("nats", 3) // no stream to read their order from meanwhile
 	time.Sleep(10 * time.Second)    // down for a while: every publish fails meanwhile

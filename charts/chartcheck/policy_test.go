@@ -244,7 +244,7 @@ func TestEgressFollowsEndpoints(t *testing.T) {
 		"taxonomy": "443 4318 4222 14222 27017 53/UDP 53",
 		"catalog":  "443 4318 4222 8081 8083 14222 27017 53/UDP 53",
 		"media":    "443 4318 4222 9000 8082 14222 27017 53/UDP 53",
-		"gateway":  "443 4318 8081 8082 8083 8084 8443 53/UDP 53",
+		"gateway":  "443 4318 4222 8081 8082 8083 8084 8443 14222 53/UDP 53", // NATS: the live streams
 		"webhook":  "443 4318 4222 14222 27017 53/UDP 53",
 	}
 	for svc, ports := range want {

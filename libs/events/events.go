@@ -1,6 +1,6 @@
 // Package events owns how the bounded contexts of the document library
-// exchange deletion events over NATS JetStream (CONTRACT.md §6): subjects,
-// payloads, the CloudEvents 1.0 JSON envelope, the connection and streams,
+// exchange events over NATS JetStream (CONTRACT.md §6): the vocabulary of
+// every change (subjects, payloads, public names: types.go), the CloudEvents 1.0 JSON envelope, the connection and streams,
 // the Publisher the outbox relay uses and the Consumer that runs handlers.
 //
 // # Streams
@@ -64,8 +64,15 @@ const (
 
 // Subjects, one per event type; the CloudEvents type equals the subject.
 const (
+	TagCreated      = "library.taxonomy.tag.created"
+	TagRenamed      = "library.taxonomy.tag.renamed"
 	TagDeleted      = "library.taxonomy.tag.deleted"
+	CategoryCreated = "library.taxonomy.category.created"
+	CategoryRenamed = "library.taxonomy.category.renamed"
 	CategoryDeleted = "library.taxonomy.category.deleted"
+	// The public configuration (GET /public/config) was set.
+	ConfigChanged   = "library.taxonomy.config.changed"
+	MediaUploaded   = "library.media.uploaded"
 	MediaDeleted    = "library.media.deleted"
 	DocumentDeleted = "library.catalog.document.deleted"
 	DocumentPurged  = "library.catalog.document.purged"
@@ -84,36 +91,86 @@ const (
 	DocumentRestored   = "library.catalog.document.restored"
 )
 
-// Payloads.
+// Payloads. Every payload names the records it is about by id and, where
+// a person made the change, the subject of their identity (Actor, "" for
+// the services' own jobs); the time is the envelope's. Fields are only ever
+// added, so a consumer written for an older payload keeps working.
 type (
+	// TagData: a tag created (in its category) or renamed (Name is the
+	// new name).
+	TagData struct {
+		TagID      string `json:"tagId"`
+		CategoryID string `json:"categoryId"`
+		Name       string `json:"name"`
+		Actor      string `json:"actor,omitempty"`
+	}
 	TagDeletedData struct {
 		TagID      string `json:"tagId"`
 		CategoryID string `json:"categoryId"`
+		Actor      string `json:"actor,omitempty"`
 	}
+	// CategoryData: a tag category created (with no tags) or renamed.
+	CategoryData struct {
+		CategoryID string `json:"categoryId"`
+		Name       string `json:"name"`
+		Actor      string `json:"actor,omitempty"`
+	}
+	// CategoryDeletedData: the category and its tags (TagsIDs), each of
+	// which has its own tag event too.
 	CategoryDeletedData struct {
 		CategoryID string   `json:"categoryId"`
 		TagsIDs    []string `json:"tagsIds"`
+		Actor      string   `json:"actor,omitempty"`
+	}
+	// ConfigChangedData: the public configuration as it is now.
+	ConfigChangedData struct {
+		ModeratorEmail string `json:"moderatorEmail"`
+		Actor          string `json:"actor,omitempty"`
+	}
+	// MediaUploadedData: a media file stored (uploaded or imported). A
+	// media is never changed after; it is public once a public document
+	// refers to it.
+	MediaUploadedData struct {
+		MediaID  string `json:"mediaId"`
+		Name     string `json:"name"`
+		MimeType string `json:"mimeType"`
+		Size     int64  `json:"size"`
+		SHA256   string `json:"sha256"`
+		Actor    string `json:"actor,omitempty"`
 	}
 	MediaDeletedData struct {
 		MediaID string `json:"mediaId"`
+		Actor   string `json:"actor,omitempty"`
 	}
+	// DocumentDeletedData: WasPublic says the app could see the document
+	// until this deletion (the live stream tells the app of it only then).
 	DocumentDeletedData struct {
 		DocumentID string `json:"documentId"`
+		Seq        int64  `json:"seq,omitempty"`
+		Actor      string `json:"actor,omitempty"`
+		WasPublic  bool   `json:"wasPublic,omitempty"`
 	}
 	// DocumentPurgedData: a document deleted longer ago than the trash
 	// retention is gone for good.
 	DocumentPurgedData struct {
 		DocumentID string `json:"documentId"`
+		Seq        int64  `json:"seq,omitempty"`
 	}
 	// DocumentPublishedData: version is the document's version after the
-	// publication (its revision).
+	// publication (its revision); Public its public detail, as in
+	// DocumentData.
 	DocumentPublishedData struct {
-		DocumentID string `json:"documentId"`
-		Version    int64  `json:"version"`
+		DocumentID string          `json:"documentId"`
+		Version    int64           `json:"version"`
+		Seq        int64           `json:"seq,omitempty"`
+		Actor      string          `json:"actor,omitempty"`
+		Public     json.RawMessage `json:"public,omitempty"`
 	}
 	DocumentUnpublishedData struct {
 		DocumentID string `json:"documentId"`
 		Version    int64  `json:"version"`
+		Seq        int64  `json:"seq,omitempty"`
+		Actor      string `json:"actor,omitempty"`
 	}
 )
 

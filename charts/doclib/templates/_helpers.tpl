@@ -218,6 +218,8 @@ secrets and the downward API come after, then extraEnv.
 {{- end }}
 {{- if has $name (list "taxonomy" "catalog" "media" "webhook") }}
 {{- $_ := set $plain "MONGODB_DATABASE" (index $v.mongodb.databases $name) }}
+{{- end }}
+{{- if has $name (list "taxonomy" "catalog" "media" "webhook" "gateway") }}
 {{- $_ := set $plain "NATS_URL" $v.nats.url }}
 {{- end }}
 {{- if eq $name "taxonomy" }}

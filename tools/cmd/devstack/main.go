@@ -168,7 +168,7 @@ func run(ctx context.Context) error {
 			"TAXONOMY_URL=http://" + taxonomyAddr, "CATALOG_URL=http://" + catalogAddr, "MEDIA_URL=http://" + mediaAddr,
 			"WEBHOOK_URL=http://" + webhookAddr, "CONSOLE_URL=http://" + consoleAddr,
 			"BO_API_TOKENS=" + tokens, "LOG_LEVEL=" + envOr("LOG_LEVEL", "info"), "SHUTDOWN_DRAIN_DELAY=0s",
-			"PUBLIC_ADDR=" + gatewayAddr, "ADMIN_ADDR=" + adminAddr, "IDENTITY_SIGNING_KEY=" + identityKey,
+			"PUBLIC_ADDR=" + gatewayAddr, "ADMIN_ADDR=" + adminAddr, "IDENTITY_SIGNING_KEY=" + identityKey, "NATS_URL=" + natsURL,
 			"CORS_ALLOWED_ORIGINS=" + envOr("CORS_ALLOWED_ORIGINS", devOrigins),
 		}},
 	}

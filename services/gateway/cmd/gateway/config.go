@@ -13,6 +13,7 @@ import (
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/services/gateway/internal/auth"
 	"github.com/doclib/services/gateway/internal/bodyread"
+	"github.com/doclib/services/gateway/internal/changes"
 	"github.com/doclib/services/gateway/internal/crossorigin"
 	"github.com/doclib/services/gateway/internal/route"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	TrustedProxies []string
 	// CORSOrigins may call the admin listener from a browser.
 	CORSOrigins []string
+	// NATSURL is where the live streams of changes read the LIBRARY
+	// stream; Changes bounds them.
+	NATSURL string
+	Changes changes.Config
 }
 
 // loadConfig reads the gateway's settings; env.Err reports every invalid one.
@@ -82,6 +87,8 @@ func loadConfig(env *config.Env) Config {
 		TrustedProxies:  env.List("TRUSTED_PROXIES", nil),
 		CORSOrigins:     env.List("CORS_ALLOWED_ORIGINS", nil),
 	}
+	c.NATSURL = env.Required("NATS_URL")
+	c.Changes = loadChanges(env)
 	c.BodyRead = bodyread.Config{
 		Timeout:       env.Duration("BODY_READ_TIMEOUT", 10*time.Second),
 		UploadMinRate: env.Int("UPLOAD_MIN_RATE", 16<<10, 1, 1<<40),
@@ -138,6 +145,23 @@ func loadConfig(env *config.Env) Config {
 				env.Check("TRUSTED_PROXIES", errors.New(strings.TrimSpace(p)+" is neither an IP nor a CIDR"))
 			}
 		}
+	}
+	return c
+}
+
+// loadChanges reads the bounds of the live streams of changes.
+func loadChanges(env *config.Env) changes.Config {
+	c := changes.Config{
+		Heartbeat:    env.Duration("CHANGES_HEARTBEAT", 15*time.Second),
+		MaxStreams:   int(env.Int("CHANGES_MAX_STREAMS", 10_000, 1, 1_000_000)),
+		MaxPerClient: int(env.Int("CHANGES_MAX_STREAMS_PER_CLIENT", 20, 0, 1_000_000)),
+		WriteTimeout: env.Duration("CHANGES_WRITE_TIMEOUT", 30*time.Second),
+	}
+	if c.Heartbeat < time.Second || c.Heartbeat > 5*time.Minute {
+		env.Check("CHANGES_HEARTBEAT", errors.New("must be between 1s and 5m: proxies and mobile networks close a connection idle for a minute or two"))
+	}
+	if c.WriteTimeout < time.Second {
+		env.Check("CHANGES_WRITE_TIMEOUT", errors.New("must be at least 1s"))
 	}
 	return c
 }

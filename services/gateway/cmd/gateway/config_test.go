@@ -15,7 +15,7 @@ func TestLoadConfig(t *testing.T) {
 		return map[string]string{
 			"TAXONOMY_URL": "http://taxonomy:8080", "CATALOG_URL": "http://catalog:8080",
 			"MEDIA_URL": "http://media:8080", "WEBHOOK_URL": "http://webhook:8080", "BO_API_TOKENS": "alice:editor:tok-a-0123,ci:viewer:tok-b-0123",
-			"IDENTITY_SIGNING_KEY": "k-0123456789abcdef0123456789abcdef",
+			"IDENTITY_SIGNING_KEY": "k-0123456789abcdef0123456789abcdef", "NATS_URL": "nats://nats:4222",
 		}
 	}
 	tests := []struct {
@@ -41,6 +41,12 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("tokens %d, media %v; want 2 tokens and media:8080", len(c.BOTokens), c.Upstreams[route.Media])
 			}
 		}},
+		{name: "live stream bounds", edit: func(m map[string]string) {
+			m["CHANGES_HEARTBEAT"] = "500ms"
+			m["CHANGES_MAX_STREAMS"] = "0"
+			m["CHANGES_WRITE_TIMEOUT"] = "0s"
+		}, wantErr: []string{"CHANGES_HEARTBEAT: must be between 1s and 5m", "CHANGES_MAX_STREAMS", "CHANGES_WRITE_TIMEOUT: must be at least 1s"}},
+		{name: "NATS missing", edit: func(m map[string]string) { delete(m, "NATS_URL") }, wantErr: []string{"NATS_URL: is required"}},
 		{name: "no way to authenticate", edit: func(m map[string]string) { delete(m, "BO_API_TOKENS") },
 			wantErr: []string{"BO_API_TOKENS"}},
 		{name: "OIDC instead of tokens", edit: func(m map[string]string) {

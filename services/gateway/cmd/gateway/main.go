@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/doclib/libs/config"
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
@@ -17,6 +18,7 @@ import (
 	"github.com/doclib/libs/ratelimit"
 	"github.com/doclib/libs/startup"
 	"github.com/doclib/services/gateway/internal/auth"
+	"github.com/doclib/services/gateway/internal/changes"
 	"github.com/doclib/services/gateway/internal/httpapi"
 	"github.com/doclib/services/gateway/internal/microcache"
 	"github.com/doclib/services/gateway/internal/proxy"
@@ -95,10 +97,24 @@ func run(ctx context.Context) error {
 	if cfg.PublicCacheTTL > 0 {
 		cache = microcache.New(cfg.PublicCacheTTL, cacheLimits)
 	}
+	// The live streams of changes follow the LIBRARY stream; NATS is
+	// connected in the background, so the gateway starts while it is down
+	// (the streams answer 503 meanwhile). Streams end when ctx does, and
+	// each removes its consumer before the connection drains.
+	bus, err := events.Open(ctx, cfg.NATSURL, service, log)
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+	streams := changes.New(ctx, bus.JS, cfg.Changes, log)
+	defer streams.Wait()
+	clientIP := func(r *http.Request) string { return r.Header.Get(httpx.ClientIPHeader) }
+
 	// Ready means this process can serve: it depends on no upstream, so an
 	// outage of one service never takes the whole edge out of its Service
-	// (its routes answer 502/503/504 meanwhile).
-	health := httpx.NewHealth(nil)
+	// (its routes answer 502/503/504 meanwhile); NATS is reported, never
+	// required.
+	health := httpx.NewHealth(nil).Report(map[string]httpx.Check{"nats": bus.Ready})
 
 	var limiter *ratelimit.Limiter
 	if cfg.PublicRateLimit > 0 {
@@ -115,6 +131,7 @@ func run(ctx context.Context) error {
 		Auth: authenticator, Signer: proof.NewSigner(cfg.IdentityKey), Limiter: limiter,
 		MaxUploadSize: cfg.MaxUploadSize, Health: health, TrustedProxies: cfg.TrustedProxies, CORSOrigins: cfg.CORSOrigins,
 		Reference: ref, BodyRead: cfg.BodyRead, Console: console,
+		PublicChanges: streams.Handler(changes.Public, clientIP), BOChanges: streams.Handler(changes.BackOffice, clientIP),
 	})
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 		_, _ = io.WriteString(w, "[]")
 	}))
 	t.Cleanup(upstream.Close)
-	var addrs [2]string // the public and admin listeners
+	var addrs [3]string // the public and admin listeners, and a NATS that is down
 	for i := range addrs {
 		a, err := devserver.FreeAddr()
 		if err != nil {
@@ -61,12 +61,13 @@ func TestStartsWhileTheIdentityProviderIsDown(t *testing.T) {
 		}
 		addrs[i] = a
 	}
-	public, admin := addrs[0], addrs[1]
+	public, admin, natsDown := addrs[0], addrs[1], addrs[2]
 	for k, v := range map[string]string{
 		"TAXONOMY_URL": upstream.URL, "CATALOG_URL": upstream.URL, "MEDIA_URL": upstream.URL, "WEBHOOK_URL": upstream.URL,
 		"BO_API_TOKENS": "ci:viewer:ci-token-0001", "IDENTITY_SIGNING_KEY": "k-0123456789abcdef0123456789abcdef",
 		"OIDC_ISSUER_URL": is.URL, "OIDC_AUDIENCE": "doclib-bo",
 		"PUBLIC_ADDR": public, "ADMIN_ADDR": admin, "SHUTDOWN_DRAIN_DELAY": "0s", "LOG_LEVEL": "error",
+		"NATS_URL": "nats://" + natsDown, // the live streams wait for it; nothing else does
 	} {
 		t.Setenv(k, v)
 	}

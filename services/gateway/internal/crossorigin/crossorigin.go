@@ -158,6 +158,10 @@ type varyWriter struct {
 	merged bool
 }
 
+// Unwrap lets http.ResponseController reach the connection (a live
+// stream sets its own deadlines).
+func (w *varyWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *varyWriter) merge() {
 	if w.merged {
 		return

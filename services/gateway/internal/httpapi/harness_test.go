@@ -48,6 +48,7 @@ type options struct {
 	bodyRead        bodyread.Config
 	console         http.Handler    // served at /console/ on the admin listener
 	verifiers       []auth.Verifier // asked after the static tokens
+	changes         http.Handler    // serves both live streams; default: the echo upstream
 }
 
 type harness struct {
@@ -114,11 +115,18 @@ func start(t *testing.T, o options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	changes := o.changes
+	if changes == nil {
+		changes = upstreams[route.Taxonomy]
+	}
 	engines, err := httpapi.New(httpapi.Deps{
 		Log: lg, Upstreams: upstreams, Cache: cache, Origins: origins, Limiter: o.limiter,
 		Auth: authenticator, Signer: proof.NewSigner(identityKey),
 		MaxUploadSize: o.maxUpload, Health: httpx.NewHealth(nil), CORSOrigins: o.corsOrigins,
 		Reference: ref, BodyRead: o.bodyRead, Console: o.console,
+		// The echo upstream stands in for the live streams (package changes
+		// tests them).
+		PublicChanges: changes, BOChanges: changes,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,10 @@ type Deps struct {
 	// Console serves the back-office console's pages (/console/**) on the
 	// admin listener only; nil leaves them out (404).
 	Console http.Handler
+	// PublicChanges and BOChanges serve the live streams of changes
+	// (GET /public/changes, /bo/changes); they find the client's address
+	// in httpx.ClientIPHeader. nil answers 503.
+	PublicChanges, BOChanges http.Handler
 }
 
 // Engines are the gateway's two listeners.
@@ -101,6 +105,7 @@ func New(d Deps) (Engines, error) {
 		d.Upstreams = map[route.Upstream]http.Handler{}
 	}
 	d.Upstreams[route.Self] = http.HandlerFunc(whoAmI)
+	d.Upstreams[route.Changes] = http.NotFoundHandler() // one per audience: changesChain
 	public, err := newEngine(d, "public")
 	if err != nil {
 		return Engines{}, err
@@ -198,6 +203,9 @@ func routeChain(d Deps, r route.Route, cached map[string]http.Handler) ([]gin.Ha
 	if r.Public() && d.Limiter != nil {
 		chain = append(chain, rateLimit(d.Limiter))
 	}
+	if r.Upstream == route.Changes {
+		return append(chain, httpx.StrictQuery, tellClientIP, forward(changesHandler(d, r))), nil
+	}
 	// A query that does not parse is 400, not forwarded without the parts
 	// the proxy drops.
 	chain = append(chain, httpx.StrictQuery)
@@ -219,6 +227,20 @@ func routeChain(d Deps, r route.Route, cached map[string]http.Handler) ([]gin.Ha
 		up = cached[r.Path]
 	}
 	return append(chain, bodyRules(r.Kind, d.MaxUploadSize), forward(up)), nil
+}
+
+// changesHandler is the live stream route r serves.
+func changesHandler(d Deps, r route.Route) http.Handler {
+	h := d.PublicChanges
+	if r.BackOffice() {
+		h = d.BOChanges
+	}
+	if h == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			problem.Write(w, problem.New(http.StatusServiceUnavailable, "stream_unavailable", "the live stream is not available on this gateway"))
+		})
+	}
+	return h
 }
 
 // isBackOffice reports whether path is under /bo, whether or not a route

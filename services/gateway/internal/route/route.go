@@ -20,6 +20,9 @@ const (
 	// Self marks the routes the gateway answers itself (GET /bo/me): no
 	// service is behind them.
 	Self Upstream = "gateway"
+	// Changes marks the live streams of changes, which the gateway serves
+	// itself from NATS JetStream.
+	Changes Upstream = "changes"
 )
 
 // Upstreams lists every service behind the gateway (not Self).
@@ -161,6 +164,9 @@ func table() []Route {
 	return []Route{
 		// the gateway itself: who the caller is
 		{"GET", "/bo/me", Self, NoBody},
+		// the gateway itself: the live streams of changes
+		{"GET", "/public/changes", Changes, NoBody},
+		{"GET", "/bo/changes", Changes, NoBody},
 
 		// taxonomy
 		{"GET", "/public/tags-categories", Taxonomy, NoBody},

@@ -11,6 +11,8 @@ func TestTable(t *testing.T) {
 	tax, cat, med, wh := route.Taxonomy, route.Catalog, route.Media, route.Webhook
 	want := []route.Route{
 		{"GET", "/bo/me", route.Self, route.NoBody},
+		{"GET", "/public/changes", route.Changes, route.NoBody},
+		{"GET", "/bo/changes", route.Changes, route.NoBody},
 		{"GET", "/public/tags-categories", tax, route.NoBody},
 		{"GET", "/bo/tags-categories", tax, route.NoBody},
 		{"POST", "/bo/tags-categories", tax, route.JSON},

@@ -22,19 +22,17 @@ type storedDoc struct {
 	DeletedAt  *time.Time `bson:"deletedAt"`
 }
 
-// recorded returns the events in the outbox, not yet published.
-func (a *api) recorded() []events.Envelope {
+// recorded returns the events of subject in the outbox, not yet
+// published.
+func (a *api) recorded(subject string) []events.Envelope {
 	a.t.Helper()
-	cur, err := a.box.Collection().Find(context.Background(), bson.M{})
+	all, err := a.box.Pending(context.Background())
 	testkit.Must(a.t, err, "read the outbox")
-	var recs []struct {
-		Subject  string `bson:"subject"`
-		Envelope []byte `bson:"envelope"`
-	}
-	testkit.Must(a.t, cur.All(context.Background(), &recs), "read the outbox")
-	out := make([]events.Envelope, len(recs))
-	for i, r := range recs {
-		testkit.Must(a.t, json.Unmarshal(r.Envelope, &out[i]), "envelope")
+	var out []events.Envelope
+	for _, e := range all {
+		if e.Type == subject {
+			out = append(out, e)
+		}
 	}
 	return out
 }
@@ -70,8 +68,8 @@ func TestDeleteInUse(t *testing.T) {
 		t.Errorf("after a refused delete, download: status %d, want 200 and the file", r.status)
 	}
 	a.must("GET", "/bo/medias/"+m.ID, 200)
-	if d, _ := a.doc(m.ID); d.DeletingAt != nil || d.DeletedAt != nil || len(a.recorded()) != 0 {
-		t.Errorf("record after a refused delete %+v (events %v), want it live and no event", d, a.recorded())
+	if d, _ := a.doc(m.ID); d.DeletingAt != nil || d.DeletedAt != nil || len(a.recorded(events.MediaDeleted)) != 0 {
+		t.Errorf("record after a refused delete %+v (events %v), want it live and no event", d, a.recorded(events.MediaDeleted))
 	}
 	if a.deleted != 0 {
 		t.Errorf("deletion hook ran %d times, want 0", a.deleted)
@@ -121,9 +119,9 @@ func TestDeleteThenSweep(t *testing.T) {
 	if _, ok := a.doc(m.ID); ok {
 		t.Error("the tombstone is still there once its objects are removed")
 	}
-	evs := a.recorded()
+	evs := a.recorded(events.MediaDeleted)
 	if len(evs) != 1 || evs[0].Type != events.MediaDeleted || evs[0].Source != "/media" ||
-		string(evs[0].Data) != `{"mediaId":"`+m.ID+`"}` {
+		string(evs[0].Data) != `{"mediaId":"`+m.ID+`","actor":"`+uploader+`"}` {
 		t.Errorf("events recorded %+v, want one %s with mediaId", evs, events.MediaDeleted)
 	}
 
@@ -194,7 +192,28 @@ func TestConcurrentDeletesAndUse(t *testing.T) {
 		t.Errorf("statuses of 4 concurrent deletes %v, want one 204 and three 404 or 409", got)
 	}
 	a.get("/bo/medias/"+m.ID).problem(t, 404, "not_found")
-	if evs := a.recorded(); len(evs) != 1 {
+	if evs := a.recorded(events.MediaDeleted); len(evs) != 1 {
 		t.Errorf("%d events recorded, want 1", len(evs))
+	}
+}
+
+// An upload records library.media.uploaded with its record, saying what
+// was stored and by whom; the same bytes again (answered with the stored
+// media) record nothing more.
+func TestUploadRecordsItsEvent(t *testing.T) {
+	a := newAPI(t, media.Config{})
+	content := sample(pdfHead, 1000, 7)
+	m := a.mustUpload("guide.pdf", content)
+	a.upload(part{field: "file", filename: "again.pdf", content: content})
+	evs := a.recorded(events.MediaUploaded)
+	if len(evs) != 1 {
+		t.Fatalf("%d upload events recorded, want 1", len(evs))
+	}
+	var got events.MediaUploadedData
+	testkit.Must(t, json.Unmarshal(evs[0].Data, &got), "payload")
+	want := events.MediaUploadedData{MediaID: m.ID, Name: "guide.pdf", MimeType: "application/pdf", Size: int64(len(content)),
+		SHA256: got.SHA256, Actor: uploader}
+	if got != want || len(got.SHA256) != 64 || evs[0].Source != "/media" {
+		t.Errorf("upload event %s from %s, want %+v with the SHA-256", evs[0].Data, evs[0].Source, want)
 	}
 }

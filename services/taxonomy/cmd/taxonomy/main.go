@@ -109,7 +109,7 @@ func run(ctx context.Context) error {
 	}
 	defer bus.Close()
 
-	// Deletions record their events in the outbox in their transaction;
+	// Every change records its events in the outbox in its transaction;
 	// the relay publishes them, woken by each commit.
 	defer box.Start(events.NewPublisher(bus.JS, log), cfg.relay)()
 
@@ -125,7 +125,7 @@ func run(ctx context.Context) error {
 	health.Register(engine)
 	metrics.Register(engine) // on its own port, which no ingress routes to
 	httpapi.New(tag.NewService(store), store).Register(engine)
-	settings := settingstore.New(db.Database(cfg.database))
+	settings := settingstore.New(db.Database(cfg.database), box)
 	httpapi.NewSettings(setting.NewService(settings, cfg.moderatorEmail), settings).Register(engine)
 
 	return httpx.Serve(ctx, log, cfg.server, bound(engine), health)

@@ -12,6 +12,7 @@ import (
 	"github.com/doclib/libs/httpx"
 	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/identity/proof"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/httpapi"
 	"github.com/doclib/services/taxonomy/internal/setting"
@@ -48,7 +49,8 @@ func configCall(t *testing.T, h http.Handler, method, path, body string, caller 
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
-	store := settingstore.New(testkit.Mongo(t))
+	db := testkit.Mongo(t)
+	store := settingstore.New(db, outbox.New(db, testkit.Logger(t)))
 	a, b := configReplica(store), configReplica(store)
 	alice := &identity.Caller{Name: "alice", Role: identity.Editor}
 	carol := &identity.Caller{Name: "carol", Role: identity.Viewer}
@@ -137,7 +139,8 @@ func TestConfig(t *testing.T) {
 // others are 409 import_conflict and the installation's stay.
 func TestImportConfigCreatesOrCompares(t *testing.T) {
 	t.Parallel()
-	h := configReplica(settingstore.New(testkit.Mongo(t)))
+	db := testkit.Mongo(t)
+	h := configReplica(settingstore.New(db, outbox.New(db, testkit.Logger(t))))
 	alice := &identity.Caller{Name: "alice", Role: identity.Editor}
 	set := `{"moderatorEmail":"mod@example.org","updatedAt":"2026-11-20T09:00:03.118Z","updatedBy":"bob"}`
 	for i := range 2 {

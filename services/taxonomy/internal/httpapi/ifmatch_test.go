@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/doclib/libs/identity"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	settingstore "github.com/doclib/services/taxonomy/internal/setting/mongostore"
 )
@@ -57,7 +58,8 @@ func TestTaxonomyWritesHonourIfMatch(t *testing.T) {
 // GET /bo/config, the default's included.
 func TestConfigPutHonoursIfMatch(t *testing.T) {
 	t.Parallel()
-	store := settingstore.New(testkit.Mongo(t))
+	db := testkit.Mongo(t)
+	store := settingstore.New(db, outbox.New(db, testkit.Logger(t)))
 	h := configReplica(store)
 	alice := &identity.Caller{Name: "alice", Role: identity.Editor}
 	put := func(email, ifMatch string) int {

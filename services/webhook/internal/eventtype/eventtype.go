@@ -1,8 +1,9 @@
 // Package eventtype owns the event types a webhook subscription can ask
-// for: their public names (document.deleted, ...), the JetStream subject
-// each comes from, and how a subscription's pattern (an exact name, a
-// prefix such as document.*, or * for all) matches them. Adding an event
-// the services publish is one row in table.
+// for: their public names (document.deleted, ...) and the JetStream
+// subject each comes from (the vocabulary of libs/events), and how a
+// subscription's pattern (an exact name, a prefix such as document.*, or *
+// for all) matches them. Adding an event
+// the services publish is one row in libs/events' types.
 package eventtype
 
 import (
@@ -17,22 +18,10 @@ import (
 const Ping = "webhook.ping"
 
 // Type is one event type a subscription can ask for.
-type Type struct {
-	Name        string `json:"name"`
-	Subject     string `json:"-"`
-	Description string `json:"description"`
-}
+type Type = events.Type
 
-// table lists every type.
-var table = []Type{
-	{"document.deleted", events.DocumentDeleted, "A document was moved to the trash."},
-	{"document.purged", events.DocumentPurged, "A document deleted longer ago than the trash retention is gone for good."},
-	{"document.published", events.DocumentPublished, "A draft, or a document's pending changes, became what the app sees."},
-	{"document.unpublished", events.DocumentUnpublished, "A published document went back to draft: the app no longer sees it."},
-	{"tag.deleted", events.TagDeleted, "A tag was deleted."},
-	{"category.deleted", events.CategoryDeleted, "A tag category was deleted, with its tags."},
-	{"media.deleted", events.MediaDeleted, "A media file was deleted."},
-}
+// table lists every type: the whole vocabulary of libs/events.
+var table = events.Types()
 
 // All returns every type, sorted by name.
 func All() []Type {
@@ -42,22 +31,12 @@ func All() []Type {
 }
 
 // Subjects returns the JetStream subjects of every type.
-func Subjects() []string {
-	out := make([]string, len(table))
-	for i, t := range table {
-		out[i] = t.Subject
-	}
-	return out
-}
+func Subjects() []string { return events.TypeSubjects() }
 
 // FromSubject returns the public name of the events published on subject.
 func FromSubject(subject string) (string, bool) {
-	for _, t := range table {
-		if t.Subject == subject {
-			return t.Name, true
-		}
-	}
-	return "", false
+	t, ok := events.TypeOf(subject)
+	return t.Name, ok
 }
 
 // ValidPattern reports whether p names at least one type: an exact name,

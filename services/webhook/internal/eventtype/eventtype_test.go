@@ -28,12 +28,12 @@ func TestMatch(t *testing.T) {
 
 func TestValidPattern(t *testing.T) {
 	t.Parallel()
-	for _, p := range []string{"document.*", "tag.deleted", "*", "media.*"} {
+	for _, p := range []string{"document.*", "tag.deleted", "*", "media.*", "tag.*", "category.*", "config.changed", "document.created", "media.uploaded"} {
 		if !ValidPattern(p) {
 			t.Errorf("%q should be valid", p)
 		}
 	}
-	for _, p := range []string{"", "document", "nope.*", "document.created", "webhook.ping"} {
+	for _, p := range []string{"", "document", "nope.*", "document.creat", "webhook.ping"} {
 		if ValidPattern(p) {
 			t.Errorf("%q should be refused", p)
 		}

@@ -24,7 +24,7 @@ func TestApplyCollectsEveryFieldError(t *testing.T) {
 		{"loopback literal", Changes{URL: ptr("https://127.0.0.1/hook")}, []string{"url"}},
 		{"metadata literal", Changes{URL: ptr("https://169.254.169.254/latest")}, []string{"url"}},
 		{"documentation range literal", Changes{URL: ptr("https://203.0.113.9/hook")}, []string{"url"}},
-		{"unknown type", Changes{EventTypes: ptr([]string{"document.*", "document.created"})}, []string{"eventTypes[1]"}},
+		{"unknown type", Changes{EventTypes: ptr([]string{"document.*", "document.exploded"})}, []string{"eventTypes[1]"}},
 		{"no types", Changes{EventTypes: ptr([]string{})}, []string{"eventTypes"}},
 		{"status disabled", Changes{Status: ptr(Disabled)}, []string{"status"}},
 		{"all at once", Changes{URL: ptr("ftp://x"), EventTypes: ptr([]string{"nope"}), Status: ptr(Status("on"))},

@@ -6,7 +6,7 @@
 // reused). A deletion first sets deletingAt and deletingBy (a token of the
 // deleting request), which hides the record; then one transaction turns it
 // into a tombstone (deletedAt) and records the library.media.deleted event
-// in the outbox. The tombstone says which objects are left to remove: the
+// in the outbox (an insert records library.media.uploaded in its own). The tombstone says which objects are left to remove: the
 // deletion removes them and then it; should that fail, Sweep does.
 //
 // One live media per content: digest, under a unique index, is
@@ -27,6 +27,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/media/internal/media"
@@ -195,17 +196,24 @@ func tombstone(filter bson.M) bson.M {
 	return filter
 }
 
-// Insert implements media.Store: the record, and the end of its upload's
-// intent, in one transaction.
+// Insert implements media.Store: the record, the end of its upload's
+// intent and the library.media.uploaded event, in one transaction.
 func (s *Store) Insert(ctx context.Context, m media.Media) error {
 	bump := context.WithoutCancel(ctx)
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	ev, err := events.New(ctx, Source, events.MediaUploaded, events.MediaUploadedData{MediaID: m.ID, Name: m.Name,
+		MimeType: m.MimeType, Size: m.Size, SHA256: m.SHA256, Actor: identity.Name(ctx)}, m.CreatedAt)
+	if err != nil {
+		return err
+	}
+	err = s.inTx(ctx, func(ctx context.Context) error {
 		if _, err := s.coll.InsertOne(ctx, toDoc(m)); err != nil {
 			return err
 		}
 		mongox.OnCommit(ctx, func() { s.rev.Bump(bump) })
-		_, err := s.uploads.DeleteOne(ctx, bson.M{"_id": m.ObjectKey})
-		return err
+		if _, err := s.uploads.DeleteOne(ctx, bson.M{"_id": m.ObjectKey}); err != nil {
+			return err
+		}
+		return s.outbox.Add(ctx, ev)
 	})
 	if mongo.IsDuplicateKeyError(err) {
 		return media.ErrDuplicate // the digest: ids are random
@@ -278,7 +286,7 @@ func (s *Store) ClearDeleting(ctx context.Context, id, token string) error {
 
 // Tombstone implements media.Store.
 func (s *Store) Tombstone(ctx context.Context, id, token string, at time.Time) error {
-	ev, err := events.New(ctx, Source, events.MediaDeleted, events.MediaDeletedData{MediaID: id}, at)
+	ev, err := events.New(ctx, Source, events.MediaDeleted, events.MediaDeletedData{MediaID: id, Actor: identity.Name(ctx)}, at)
 	if err != nil {
 		return err
 	}

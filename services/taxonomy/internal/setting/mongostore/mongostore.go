@@ -1,7 +1,9 @@
 // Package mongostore keeps the public settings in MongoDB: one document
 // ({_id: "public"}) in collection settings, whose rev field moves with
 // every write in the same update, so replicas' renderings can tell with
-// one small read whether it changed. bson shapes live only here.
+// one small read whether it changed. Every write records the
+// library.taxonomy.config.changed event in the outbox, in its transaction.
+// bson shapes live only here.
 package mongostore
 
 import (
@@ -13,19 +15,45 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/doclib/libs/events"
 	"github.com/doclib/libs/mongox"
+	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/taxonomy/internal/setting"
 )
 
 const id = "public"
 
+// Source is the CloudEvents source of the settings' events (the
+// taxonomy's).
+const Source = "/taxonomy"
+
 // Store implements setting.Store.
-type Store struct{ coll *mongo.Collection }
+type Store struct {
+	coll   *mongo.Collection
+	outbox *outbox.Outbox
+}
 
 var _ setting.Store = (*Store)(nil)
 
-// New returns a Store on db.
-func New(db *mongo.Database) *Store { return &Store{coll: db.Collection("settings")} }
+// New returns a Store on db whose writes record their events in box.
+func New(db *mongo.Database, box *outbox.Outbox) *Store {
+	return &Store{coll: db.Collection("settings"), outbox: box}
+}
+
+// record adds the event of a write of v to the outbox, in the write's
+// transaction (ctx).
+func (s *Store) record(ctx context.Context, v setting.Settings) error {
+	at := v.UpdatedAt
+	if at.IsZero() {
+		at = time.Now().UTC().Truncate(time.Millisecond)
+	}
+	ev, err := events.New(ctx, Source, events.ConfigChanged,
+		events.ConfigChangedData{ModeratorEmail: v.ModeratorEmail, Actor: v.UpdatedBy}, at)
+	if err != nil {
+		return err
+	}
+	return s.outbox.Add(ctx, ev)
+}
 
 type doc struct {
 	ModeratorEmail string    `bson:"moderatorEmail"`
@@ -64,15 +92,24 @@ func (s *Store) Put(ctx context.Context, v setting.Settings, check func(setting.
 			"$set": bson.M{"moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt, "updatedBy": v.UpdatedBy},
 			"$inc": bson.M{"rev": int64(1)},
 		}, options.UpdateOne().SetUpsert(true))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, v)
 	})
 }
 
 // Create implements setting.Store: one insert of the record, refused by
 // its _id when the settings are set.
 func (s *Store) Create(ctx context.Context, v setting.Settings) (bool, error) {
-	_, err := s.coll.InsertOne(ctx, bson.M{"_id": id, "moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt,
-		"updatedBy": v.UpdatedBy, "rev": int64(1)})
+	err := mongox.InTx(ctx, s.coll.Database().Client(), func(ctx context.Context) error {
+		_, err := s.coll.InsertOne(ctx, bson.M{"_id": id, "moderatorEmail": v.ModeratorEmail, "updatedAt": v.UpdatedAt,
+			"updatedBy": v.UpdatedBy, "rev": int64(1)})
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, v)
+	})
 	if mongo.IsDuplicateKeyError(err) {
 		return false, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/doclib/libs/events"
 )
 
 // OutboxLen counts the events recorded and not yet published.
@@ -20,3 +22,13 @@ func OutboxLen(t *testing.T, s *Store) int64 {
 // Collections returns the categories and tags collections, for a test to
 // store records as an earlier version did.
 func Collections(s *Store) (categories, tags *mongo.Collection) { return s.categories, s.tags }
+
+// Pending returns the events recorded and not yet published, in order.
+func Pending(t *testing.T, s *Store) []events.Envelope {
+	t.Helper()
+	evs, err := s.outbox.Pending(context.Background())
+	if err != nil {
+		t.Fatalf("read outbox: %v", err)
+	}
+	return evs
+}

@@ -1,10 +1,10 @@
 // Package mongostore keeps the taxonomy in MongoDB: collections categories
 // and tags, the revision that moves after every write of them (collection
-// meta), and the events of their deletions (the outbox). bson shapes live
-// only here.
+// meta), and the event of every change (the outbox). bson shapes live only
+// here.
 //
-// Every write is one transaction: a deletion removes the records and
-// records their events together, and a write that must see the taxonomy as
+// Every write is one transaction with its events: a deletion removes the
+// records and records their events together, and a write that must see the taxonomy as
 // it is (If-Match) reads it in the same transaction. Records have an
 // internal _id; the caller-supplied id is a uniquely indexed field. Tags
 // point to their category's internal _id, so a category deleted and
@@ -22,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -197,8 +198,22 @@ func (s *Store) InsertCategory(ctx context.Context, c tag.Category) error {
 		Seq: seq(), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
 	return s.inTx(ctx, func(ctx context.Context) error {
-		return insert(ctx, s.categories, c.ID, doc)
+		if err := insert(ctx, s.categories, c.ID, doc); err != nil {
+			return err
+		}
+		return s.record(ctx, events.CategoryCreated,
+			events.CategoryData{CategoryID: c.ID, Name: c.Name, Actor: identity.Name(ctx)}, c.CreatedAt)
 	})
+}
+
+// record adds the event of a change to the outbox, in the change's
+// transaction (ctx).
+func (s *Store) record(ctx context.Context, subject string, data any, at time.Time) error {
+	ev, err := events.New(ctx, Source, subject, data, at)
+	if err != nil {
+		return err
+	}
+	return s.outbox.Add(ctx, ev)
 }
 
 // duplicate tells a taken id from a taken name after a unique-index
@@ -247,8 +262,11 @@ func (s *Store) RenameCategory(ctx context.Context, id, name string, at time.Tim
 		if err != nil {
 			return err
 		}
-		out, err = s.withTags(ctx, c)
-		return err
+		if out, err = s.withTags(ctx, c); err != nil {
+			return err
+		}
+		return s.record(ctx, events.CategoryRenamed,
+			events.CategoryData{CategoryID: id, Name: out.Name, Actor: identity.Name(ctx)}, at)
 	})
 	return out, err
 }
@@ -293,17 +311,18 @@ func (s *Store) DeleteCategory(ctx context.Context, id string, at time.Time) err
 		if err != nil {
 			return err
 		}
+		actor := identity.Name(ctx)
 		ids := make([]string, len(tags))
 		evs := make([]events.Event, 0, len(tags)+1)
 		for i, t := range tags {
 			ids[i] = t.ID
-			ev, err := events.New(ctx, Source, events.TagDeleted, events.TagDeletedData{TagID: t.ID, CategoryID: id}, at)
+			ev, err := events.New(ctx, Source, events.TagDeleted, events.TagDeletedData{TagID: t.ID, CategoryID: id, Actor: actor}, at)
 			if err != nil {
 				return err
 			}
 			evs = append(evs, ev)
 		}
-		ev, err := events.New(ctx, Source, events.CategoryDeleted, events.CategoryDeletedData{CategoryID: id, TagsIDs: ids}, at)
+		ev, err := events.New(ctx, Source, events.CategoryDeleted, events.CategoryDeletedData{CategoryID: id, TagsIDs: ids, Actor: actor}, at)
 		if err != nil {
 			return err
 		}
@@ -356,7 +375,11 @@ func (s *Store) InsertTag(ctx context.Context, t tag.Tag) error {
 			OID: bson.NewObjectID(), ID: t.ID, Name: t.Name, NameKey: tag.NameKey(t.Name),
 			CategoryID: t.CategoryID, CategoryRef: c.OID, Seq: seq(), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		}
-		return insert(ctx, s.tags, t.ID, doc)
+		if err := insert(ctx, s.tags, t.ID, doc); err != nil {
+			return err
+		}
+		return s.record(ctx, events.TagCreated,
+			events.TagData{TagID: t.ID, CategoryID: t.CategoryID, Name: t.Name, Actor: identity.Name(ctx)}, t.CreatedAt)
 	})
 }
 
@@ -374,8 +397,11 @@ func (s *Store) RenameTag(ctx context.Context, id, name string, at time.Time, ch
 			return err
 		}
 		var err error
-		out, err = s.Tag(ctx, id)
-		return err
+		if out, err = s.Tag(ctx, id); err != nil {
+			return err
+		}
+		return s.record(ctx, events.TagRenamed,
+			events.TagData{TagID: id, CategoryID: out.CategoryID, Name: out.Name, Actor: identity.Name(ctx)}, at)
 	})
 	return out, err
 }
@@ -388,14 +414,11 @@ func (s *Store) DeleteTag(ctx context.Context, id string, at time.Time) error {
 		if err != nil {
 			return err
 		}
-		ev, err := events.New(ctx, Source, events.TagDeleted, events.TagDeletedData{TagID: t.ID, CategoryID: t.CategoryID}, at)
-		if err != nil {
-			return err
-		}
 		if _, err := s.tags.DeleteOne(ctx, liveByID(id)); err != nil {
 			return err
 		}
-		return s.outbox.Add(ctx, ev)
+		return s.record(ctx, events.TagDeleted,
+			events.TagDeletedData{TagID: t.ID, CategoryID: t.CategoryID, Actor: identity.Name(ctx)}, at)
 	})
 }
 

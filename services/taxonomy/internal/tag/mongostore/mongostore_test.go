@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/doclib/libs/events"
+	"github.com/doclib/libs/identity"
 	"github.com/doclib/libs/outbox"
 	"github.com/doclib/libs/testkit"
 	"github.com/doclib/services/taxonomy/internal/tag"
@@ -107,8 +109,8 @@ func TestDeleteCategoryDeletesItsTagsAndRecordsEvents(t *testing.T) {
 	if got, _ := s.Tags(ctx, []string{"t1", "t2"}); len(got) != 0 {
 		t.Errorf("tags after delete = %v", got)
 	}
-	if n := mongostore.OutboxLen(t, s); n != 3 {
-		t.Errorf("events recorded = %d, want 3 (the category and its two tags)", n)
+	if n := mongostore.OutboxLen(t, s); n != 6 {
+		t.Errorf("events recorded = %d, want 6 (three creations; the category's deletion and its two tags')", n)
 	}
 
 	// Ids and names are free again at once, and the old tags do not come back.
@@ -172,5 +174,47 @@ func TestRekeyNamesBringsStoredKeysUpToDate(t *testing.T) {
 	testkit.Must(t, err, "Categories")
 	if len(got) != 3 {
 		t.Errorf("categories %v, want the three stored, none merged", got)
+	}
+}
+
+// Every change records its event in its transaction: the ids, the new
+// name, the caller's identity and the change's time; a change refused
+// records nothing.
+func TestEveryChangeRecordsItsEvent(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := identity.With(context.Background(), identity.Caller{Name: "alice", Role: identity.Editor})
+	later := at.Add(time.Minute)
+	testkit.Must(t, s.InsertCategory(ctx, cat("c1", "One")), "insert")
+	testkit.Must(t, s.InsertTag(ctx, tg("t1", "A", "c1")), "insert tag")
+	_, err := s.RenameTag(ctx, "t1", "B", later, nil)
+	testkit.Must(t, err, "rename tag")
+	_, err = s.RenameCategory(ctx, "c1", "Two", later, nil)
+	testkit.Must(t, err, "rename category")
+	if err := s.InsertTag(ctx, tg("t2", "b", "c1")); !errors.Is(err, tag.ErrDuplicateName) {
+		t.Fatalf("duplicate tag: err = %v", err)
+	}
+	testkit.Must(t, s.DeleteTag(ctx, "t1", later), "delete tag")
+	testkit.Must(t, s.DeleteCategory(ctx, "c1", later), "delete category")
+
+	want := []struct {
+		subject, data string
+		at            time.Time
+	}{
+		{events.CategoryCreated, `{"categoryId":"c1","name":"One","actor":"alice"}`, at},
+		{events.TagCreated, `{"tagId":"t1","categoryId":"c1","name":"A","actor":"alice"}`, at},
+		{events.TagRenamed, `{"tagId":"t1","categoryId":"c1","name":"B","actor":"alice"}`, later},
+		{events.CategoryRenamed, `{"categoryId":"c1","name":"Two","actor":"alice"}`, later},
+		{events.TagDeleted, `{"tagId":"t1","categoryId":"c1","actor":"alice"}`, later},
+		{events.CategoryDeleted, `{"categoryId":"c1","tagsIds":[],"actor":"alice"}`, later},
+	}
+	got := mongostore.Pending(t, s)
+	if len(got) != len(want) {
+		t.Fatalf("recorded %d events, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Type != w.subject || string(got[i].Data) != w.data || !got[i].Time.Equal(w.at) || got[i].Source != mongostore.Source {
+			t.Errorf("event %d = %s %s at %v from %s, want %s %s at %v", i, got[i].Type, got[i].Data, got[i].Time,
+				got[i].Source, w.subject, w.data, w.at)
+		}
 	}
 }
