@@ -181,14 +181,21 @@ type (
 // identity that made it ("" for the service's own jobs: a schedule due, a
 // deletion consumer); Public the document's public detail
 // (GET /public/documents/:id/detail) when the change left it public,
-// absent otherwise.
+// absent otherwise. A detail larger than MaxPublicDetail is sent without
+// its content (PublicPartial): an event stays far below what NATS carries,
+// and the reader gets the rest from the detail route.
 type DocumentData struct {
-	DocumentID string          `json:"documentId"`
-	Version    int64           `json:"version"`
-	Seq        int64           `json:"seq"`
-	Actor      string          `json:"actor,omitempty"`
-	Public     json.RawMessage `json:"public,omitempty"`
+	DocumentID    string          `json:"documentId"`
+	Version       int64           `json:"version"`
+	Seq           int64           `json:"seq"`
+	Actor         string          `json:"actor,omitempty"`
+	Public        json.RawMessage `json:"public,omitempty"`
+	PublicPartial bool            `json:"publicPartial,omitempty"`
 }
+
+// MaxPublicDetail bounds the public detail an event carries whole (NATS
+// refuses a message over its max_payload, 1 MiB by default).
+const MaxPublicDetail = 256 << 10
 
 // Envelope is a CloudEvents 1.0 event in its JSON form.
 type Envelope struct {

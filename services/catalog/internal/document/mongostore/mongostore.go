@@ -768,16 +768,9 @@ var subjects = map[document.Event]string{
 // public detail when the change left the document public.
 func (s *Store) events(ctx context.Context, seq int64, c change) ([]events.Event, error) {
 	kinds := document.Events(c.before, c.after)
-	if len(kinds) == 0 {
-		return nil, nil
-	}
-	d := c.after
-	data := events.DocumentData{DocumentID: d.ID, Version: d.Version, Seq: seq, Actor: d.Change.By}
-	if v, public := document.PublicView(d); public && s.public != nil {
-		data.Public = s.public(v)
-	}
 	out := make([]events.Event, 0, len(kinds))
 	for _, k := range kinds {
+		d := c.after
 		at := d.Change.At
 		switch {
 		case k == document.Purged:
@@ -787,13 +780,35 @@ func (s *Store) events(ctx context.Context, seq int64, c change) ([]events.Event
 		case at.IsZero():
 			at = s.now()
 		}
-		ev, err := events.New(ctx, Source, subjects[k], data, at)
+		ev, err := events.New(ctx, Source, subjects[k], s.payload(k, seq, c), at)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// payload is the data of an event of kind k (libs/events: a deletion says
+// whether the app could see the document, a purge is only its id).
+func (s *Store) payload(k document.Event, seq int64, c change) any {
+	d := c.after
+	switch k {
+	case document.Deleted:
+		_, was := document.PublicView(c.before)
+		return events.DocumentDeletedData{DocumentID: d.ID, Seq: seq, Actor: d.Change.By, WasPublic: was}
+	case document.Purged:
+		return events.DocumentPurgedData{DocumentID: d.ID, Seq: seq}
+	}
+	data := events.DocumentData{DocumentID: d.ID, Version: d.Version, Seq: seq, Actor: d.Change.By}
+	if v, public := document.PublicView(d); public && s.public != nil {
+		data.Public = s.public(v)
+		if len(data.Public) > events.MaxPublicDetail {
+			v.Content, v.Sources = "", nil
+			data.Public, data.PublicPartial = s.public(v), true
+		}
+	}
+	return data
 }
 
 // idChunk bounds the ids one statement names: a statement must stay under
