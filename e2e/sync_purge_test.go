@@ -94,9 +94,9 @@ func (st *Stack) seedLinks(n, workers int) []string {
 	create := func(i int) (string, error) {
 		body := fmt.Sprintf(`{"type":"LINK","title":"seeded %d","url":"https://x.org/%d"}`, i, i)
 		key := fmt.Sprintf("seed-%d-%d", time.Now().UnixNano(), i)
-		// A minute and more: a create whose commit timed out under load can
-		// leave its placeholder, which holds the key (503) until the
-		// stale-hold job removes it (30 s and up to 5 s more).
+		// Under load a create may answer 503 (unavailable, or its outcome
+		// unknown) or 409 (its key's first attempt still running): the
+		// same key then gets the first answer, or runs anew.
 		var last Response
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
 			last = st.BO("POST", "/bo/documents", body, "Idempotency-Key", key)
