@@ -60,7 +60,9 @@ func (p *Pages) documents(c *gin.Context) {
 }
 
 // listing builds the rows of docs.
-func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filter.Criteria) documentsData {
+// states says a document's pending changes and scheduled publication.
+func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filter.Criteria,
+	states func(boclient.DocumentShort) (bool, string)) documentsData {
 	ix := filter.NewIndex()
 	tags := map[string]boclient.Tag{}
 	for _, cat := range cats {
@@ -73,9 +75,10 @@ func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filte
 	data := documentsData{Categories: cats, Criteria: crit, Rows: make([]row, 0, len(docs)), Total: len(docs)}
 	for _, d := range docs {
 		fd := filter.Doc{Title: d.Title, TagIDs: d.TagIDs, IsDeleted: d.IsDeleted}
+		pending, publishAt := states(d)
 		r := row{ID: d.ID, Title: d.Title, Type: d.Type, Draft: d.Status == "draft", Deleted: d.IsDeleted,
 			TagsAttr: strings.Join(d.TagIDs, " "), Text: rule.Haystack(fd), Hidden: !rule.Match(fd),
-			ChangedAt: d.UpdatedAt, ChangedBy: d.UpdatedBy, Badges: badgesOf(d.Status, d.IsDeleted, d.PendingChanges, d.PublishAt)}
+			ChangedAt: d.UpdatedAt, ChangedBy: d.UpdatedBy, Badges: badgesOf(d.Status, d.IsDeleted, pending, publishAt)}
 		if d.IsDeleted {
 			r.ChangedAt, r.ChangedBy = d.DeletedAt, d.DeletedBy
 		}

@@ -59,8 +59,9 @@ type Config struct {
 // Pages serves the console.
 type Pages struct {
 	cfg   Config
-	pages map[string]*template.Template
-	lists listCache
+	pages  map[string]*template.Template
+	lists  listCache
+	states stateCache
 }
 
 // New parses the templates.
