@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -35,9 +36,9 @@ type documentsData struct {
 	Criteria   filter.Criteria
 	Shown      int
 	Total      int
-	// Undo is the document just deleted, which the notice offers to
+	// Undo are the documents just deleted, which the notice offers to
 	// restore.
-	Undo string
+	Undo []string
 }
 
 // documents lists every document; the criteria of the query (tag, q,
@@ -54,9 +55,14 @@ func (p *Pages) documents(c *gin.Context) {
 		return
 	}
 	if c.Query("done") == "deleted" {
-		data.Undo = c.Query("undo")
+		data.Undo = c.QueryArray("undo")
 	}
-	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: done(c.Query("done")), Data: data})
+	notice := done(c.Query("done"))
+	if n, err := strconv.Atoi(c.Query("n")); err == nil {
+		same, _ := strconv.Atoi(c.Query("same"))
+		notice = doneMany(c.Query("done"), n, same)
+	}
+	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: notice, Data: data})
 }
 
 // listing builds the rows of docs.
@@ -102,6 +108,8 @@ func done(what string) string {
 		return "The document was deleted. Undo restores it; it is also in the deleted documents."
 	case "restored":
 		return "The document was restored."
+	case "none-selected":
+		return "Nothing was done: tick one or more documents first."
 	case "created":
 		return "The document was created."
 	case "saved":
@@ -126,6 +134,37 @@ func done(what string) string {
 		return "The earlier version was restored as a new version, without the tags, images or pinned documents it named that no longer exist."
 	}
 	return ""
+}
+
+// doneMany says what an action on several documents did: n changed, same
+// left as they were (nothing to do).
+func doneMany(what string, n, same int) string {
+	docs, them := strconv.Itoa(n)+" documents were", "them"
+	if n == 1 {
+		docs, them = "1 document was", "it"
+	}
+	var s string
+	switch what {
+	case "deleted":
+		return docs + " deleted. Undo restores " + them + "; the deleted documents list has " + them + " too."
+	case "restored":
+		s = docs + " restored."
+	case "published":
+		s = docs + " published."
+	case "tagged":
+		s = "The tag was added: " + docs + " changed."
+	case "untagged":
+		s = "The tag was removed: " + docs + " changed."
+	default:
+		return done(what)
+	}
+	switch {
+	case same == 1:
+		s += " 1 other had nothing to change."
+	case same > 1:
+		s += " " + strconv.Itoa(same) + " others had nothing to change."
+	}
+	return s
 }
 
 // fail shows an API error as a page.

@@ -111,7 +111,9 @@ func (p *Pages) Register(r gin.IRouter) {
 
 	g := r.Group(Base, p.requireSession)
 	g.GET("/", p.documents)
+	g.GET("/documents/:id/delete", p.requireEditor, p.confirmDeleteDocument)
 	g.POST("/documents/:id/delete", p.requireEditor, p.deleteDocument)
+	g.POST("/documents/bulk", p.requireEditor, p.bulk)
 	g.POST("/documents/:id/restore", p.requireEditor, p.restoreDocument)
 	g.GET("/documents/new", p.newDocument)
 	g.POST("/documents/new", p.requireEditor, p.createDocument)

@@ -282,3 +282,28 @@
   var panel = document.getElementById("filter-panel");
   if (panel && window.matchMedia("(min-width: 64rem)").matches) { panel.open = true; }
 })();
+
+// The documents list's bulk actions: a box in the header ticks every row
+// shown (or none), and the bar says how many are ticked. Without this
+// script each row's box is ticked by hand; the form is the same.
+(function () {
+  var bulk = document.getElementById("bulk");
+  var all = document.getElementById("select-all");
+  var said = document.getElementById("selected");
+  var body = document.getElementById("rows");
+  if (!bulk || !all || !body) { return; }
+  function boxes() { return body.querySelectorAll("input[name=id]"); }
+  function count() {
+    var n = body.querySelectorAll("input[name=id]:checked").length;
+    said.textContent = n === 0 ? "" : n === 1 ? "1 ticked" : n + " ticked";
+  }
+  all.hidden = false;
+  all.addEventListener("change", function () {
+    boxes().forEach(function (b) {
+      if (!b.closest("tr").hidden) { b.checked = all.checked; }
+    });
+    count();
+  });
+  body.addEventListener("change", count);
+  document.addEventListener("console:filtered", function () { all.checked = false; });
+})();
