@@ -58,7 +58,7 @@ type Config struct {
 
 // Pages serves the console.
 type Pages struct {
-	cfg   Config
+	cfg    Config
 	pages  map[string]*template.Template
 	lists  listCache
 	states stateCache
