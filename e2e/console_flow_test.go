@@ -104,7 +104,8 @@ func consoleFlow(t *testing.T, st *Stack) {
 	t.Run("delete, find in the deleted view, restore", func(t *testing.T) {
 		id := docs["LINK"]
 		b.run(t, "delete", chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.ID("filters")),
-			submitted(chromedp.Click(chromedp.CSS(`form[action="/console/documents/`+id+`/delete"] button`)), "was deleted"))
+			chromedp.Click(chromedp.CSS(`a[href="/console/documents/`+id+`/delete"]`)), chromedp.WaitReady(chromedp.CSS(`input[name=confirmed]`)),
+			submitted(chromedp.Click(chromedp.CSS(`main form button`)), "was deleted"))
 		b.wantShown(t, "after the delete", live+3)
 		b.run(t, "deleted view", chromedp.Click(chromedp.ID("deleted")))
 		b.wantShown(t, "deleted view", deleted+1)

@@ -31,6 +31,9 @@ func TestConsoleEditorialWorkflow(t *testing.T) {
 	t.Run("a draft saved, scheduled, published and unpublished", func(t *testing.T) {
 		draftToPublished(t, b, st, axe, admin)
 	})
+	t.Run("several documents tagged, published, deleted and restored at once", func(t *testing.T) {
+		bulkActions(t, b, st, axe, admin)
+	})
 	t.Run("long values never make a page wider than the screen", func(t *testing.T) {
 		longValues(t, b, st, axe, admin)
 	})
