@@ -34,6 +34,9 @@ func TestConsoleEditorialWorkflow(t *testing.T) {
 	t.Run("several documents tagged, published, deleted and restored at once", func(t *testing.T) {
 		bulkActions(t, b, st, axe, admin)
 	})
+	t.Run("attached images shown as pictures", func(t *testing.T) {
+		attachedImages(t, b, st, axe, admin)
+	})
 	t.Run("long values never make a page wider than the screen", func(t *testing.T) {
 		longValues(t, b, st, axe, admin)
 	})

@@ -71,6 +71,34 @@ func (d editData) Badges() []badge {
 	return badgesOf(s.Status, s.IsDeleted, s.Draft != nil, s.PublishAt)
 }
 
+// Attached are the images the form attaches, in its order (an id the
+// media list does not know comes with its id as name).
+func (d editData) Attached() []boclient.Media {
+	var out []boclient.Media
+	for _, id := range d.Form.ImageIDs {
+		m := boclient.Media{ID: id, Name: id}
+		for _, im := range d.Images {
+			if im.ID == id {
+				m = im
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ImageCode is what the text of the form's type writes to show image m.
+func (d editData) ImageCode(m boclient.Media) string {
+	alt := strings.NewReplacer("[", "", "]", "", `"`, "", "<", "", ">", "").Replace(m.Name)
+	if i := strings.LastIndex(alt, "."); i > 0 {
+		alt = alt[:i]
+	}
+	if d.Form.Type == "HTML" {
+		return `<img src="` + imageRef(m.ID) + `" alt="` + alt + `">`
+	}
+	return "![" + alt + "](" + imageRef(m.ID) + ")"
+}
+
 // When is an RFC 3339 time in the editor's time zone, in words.
 func (d editData) When(rfc string) string { return exact(rfc, d.Zone) }
 

@@ -96,6 +96,9 @@ var funcs = template.FuncMap{
 	"when":      when,
 	"kind":      kind,
 	"mediaKind": mediaKind,
+	"thumbable": thumbable,
+	"thumb":     thumb,
+	"imageRef":  imageRef,
 }
 
 // Register adds the console's routes to r.
