@@ -128,3 +128,26 @@ func bulkWithoutScript(t *testing.T, st *Stack, admin, id string) {
 		t.Errorf("an action with nothing ticked goes to %q, want the list saying so", loc)
 	}
 }
+
+// shortcuts: / focuses the search, n opens a new document, Ctrl+S saves
+// the edit form, ? opens the help page that lists them.
+func shortcuts(t *testing.T, b *browser, st *Stack, axe, admin string) {
+	b.run(t, "/ searches", chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.ID("filters")),
+		chromedp.KeyEvent("/"), waitFor(`document.activeElement.id === "q"`), chromedp.KeyEvent("\x1b"),
+		waitFor(`document.activeElement.id !== "q"`))
+	b.run(t, "n: new document", chromedp.KeyEvent("n"), waitFor(`location.pathname === "/console/documents/new"`))
+	var d struct{ ID string }
+	st.Must("POST", "/bo/documents", map[string]any{"type": "LINK", "title": "Seed bank inventory", "url": "https://example.org/seeds"}, 201).JSON(t, &d)
+	b.run(t, "Ctrl+S saves", chromedp.Navigate(admin+"/documents/"+d.ID), chromedp.WaitVisible(chromedp.ID("title")),
+		chromedp.SetValue(chromedp.ID("title"), "Seed bank inventory 2026"),
+		submitted(chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl)), "saved"))
+	if got := st.detail(t, d.ID); got.Title != "Seed bank inventory 2026" {
+		t.Errorf("after Ctrl+S the title is %q", got.Title)
+	}
+	b.run(t, "? opens the help", chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.ID("filters")),
+		chromedp.KeyEvent("?"), chromedp.WaitVisible(chromedp.CSS("table.keys")))
+	if text := get(t, b, "help", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(text, "New document") || !strings.Contains(text, "Save the document") {
+		t.Errorf("the help page says %q, want the shortcuts listed", text)
+	}
+	b.accessible(t, axe, "help")
+}

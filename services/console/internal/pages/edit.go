@@ -31,6 +31,8 @@ type form struct {
 	// publication as a datetime-local value in the editor's time zone;
 	// UnpublishAt the scheduled unpublication, as the API gave it.
 	Mode, PublishAt, UnpublishAt string
+	// RelatedQuery is what was typed to find documents to pin.
+	RelatedQuery string
 }
 
 // editData is what the edit page shows.
@@ -343,7 +345,7 @@ func typed(c *gin.Context) form {
 		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: lf(c.PostForm("content")),
 		Sources: lf(c.PostForm("sources")), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
 		RelatedIDs: c.PostFormArray("related"), Mode: c.PostForm("mode"), PublishAt: c.PostForm("publishAt"),
-		UnpublishAt: c.PostForm("unpublishAt")}
+		UnpublishAt: c.PostForm("unpublishAt"), RelatedQuery: c.PostForm("relatedQ")}
 }
 
 func lf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
@@ -372,7 +374,7 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	if c.PostForm("preview") != "" {
+	if c.PostForm("preview") != "" || c.PostForm("findRelated") != "" { // nothing saved
 		p.showPreview(c, ctx, s, f)
 		return
 	}

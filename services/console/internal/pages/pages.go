@@ -121,6 +121,7 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.GET("/documents/new", p.newDocument)
 	g.POST("/documents/new", p.requireEditor, p.createDocument)
 	g.POST("/documents/preview", p.requireEditor, p.livePreview)
+	g.GET("/documents/related", p.relatedSearch)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
 	g.POST("/documents/:id/unpublish", p.requireEditor, p.editorialAction("unpublished", unpublish))
@@ -144,6 +145,7 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.GET("/media/:id/download", p.downloadMedia)
 	g.POST("/media/:id/delete", p.requireEditor, p.deleteMedia)
 
+	g.GET("/help", p.helpPage)
 	g.GET("/settings", p.settingsPage)
 	g.POST("/settings", p.requireEditor, p.saveSettings)
 }
