@@ -48,3 +48,18 @@ func TestALiveSaveKeepsTheUnpublication(t *testing.T) {
 		t.Errorf("live save: unpublishAt %q (err %v), want %q kept", in.UnpublishAt, bad, later)
 	}
 }
+
+// A refused setting is said once, next to its field, as a sentence in the
+// form's words; the top of the page says only that nothing was saved.
+func TestSettingsErrorSaidOnce(t *testing.T) {
+	t.Parallel()
+	e := &boclient.APIError{Status: 422, Code: "validation_failed", Detail: "validation failed",
+		Errors: []boclient.FieldError{{Field: "moderatorEmail", Message: "must be an e-mail address"}}}
+	d := settingsData{Err: e}
+	if got := d.FieldError("moderatorEmail"); got != "The moderation e-mail address must be an e-mail address." {
+		t.Errorf("next to the field: %q", got)
+	}
+	if top := errorOnce(e, settingsLabels); len(top.Errors) != 0 || top.Detail != "Nothing was saved: the fields marked below need attention." {
+		t.Errorf("top of the page: %q %v, want the detail only", top.Detail, top.Errors)
+	}
+}

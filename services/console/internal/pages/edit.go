@@ -158,7 +158,12 @@ func sentence(label, msg string) string {
 // pageError is the error the top of the edit page says: the problem's
 // detail, and only the field errors the form shows nowhere else (each
 // error is said once, next to its field when it has one).
-func pageError(e *boclient.APIError) *boclient.APIError {
+func pageError(e *boclient.APIError) *boclient.APIError { return errorOnce(e, fieldLabels) }
+
+// errorOnce is the error the top of a form's page says: the problem's
+// detail, and only the field errors the form does not show next to one of
+// labels' fields, each as a sentence.
+func errorOnce(e *boclient.APIError, labels map[string]string) *boclient.APIError {
 	if e == nil {
 		return nil
 	}
@@ -166,7 +171,7 @@ func pageError(e *boclient.APIError) *boclient.APIError {
 	top.Errors = nil
 	for _, fe := range e.Errors {
 		name, _, _ := strings.Cut(strings.SplitN(fe.Field, "[", 2)[0], ".")
-		if _, shown := fieldLabels[name]; !shown {
+		if _, shown := labels[name]; !shown {
 			top.Errors = append(top.Errors, boclient.FieldError{Message: sentence("", fe.Message)})
 		}
 	}
