@@ -76,15 +76,24 @@ func (d editData) Badges() []badge {
 // Attached are the images the form attaches, in its order (an id the
 // media list does not know comes with its id as name).
 func (d editData) Attached() []boclient.Media {
-	var out []boclient.Media
-	for _, id := range d.Form.ImageIDs {
-		m := boclient.Media{ID: id, Name: id}
-		for _, im := range d.Images {
-			if im.ID == id {
-				m = im
-			}
+	return inOrder(d.Form.ImageIDs, d.Images, func(m boclient.Media) string { return m.ID },
+		func(id string) boclient.Media { return boclient.Media{ID: id, Name: id} })
+}
+
+// inOrder are the items of all named by ids, in the order of ids; an id
+// none has gives unknown(id).
+func inOrder[T any](ids []string, all []T, idOf func(T) string, unknown func(string) T) []T {
+	byID := make(map[string]T, len(all))
+	for _, it := range all {
+		byID[idOf(it)] = it
+	}
+	out := make([]T, 0, len(ids))
+	for _, id := range ids {
+		it, ok := byID[id]
+		if !ok {
+			it = unknown(id)
 		}
-		out = append(out, m)
+		out = append(out, it)
 	}
 	return out
 }

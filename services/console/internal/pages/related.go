@@ -23,17 +23,8 @@ const maxMatches = 20
 // Pinned are the documents the form pins, in its order (an id the listing
 // does not know comes with its id as title).
 func (d editData) Pinned() []boclient.DocumentShort {
-	out := make([]boclient.DocumentShort, 0, len(d.Form.RelatedIDs))
-	for _, id := range d.Form.RelatedIDs {
-		doc := boclient.DocumentShort{ID: id, Title: id}
-		for _, o := range d.Others {
-			if o.ID == id {
-				doc = o
-			}
-		}
-		out = append(out, doc)
-	}
-	return out
+	return inOrder(d.Form.RelatedIDs, d.Others, func(o boclient.DocumentShort) string { return o.ID },
+		func(id string) boclient.DocumentShort { return boclient.DocumentShort{ID: id, Title: id} })
 }
 
 // Matches are the live documents, other than this one and those pinned,
