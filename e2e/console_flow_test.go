@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"os"
@@ -104,7 +105,8 @@ func consoleFlow(t *testing.T, st *Stack) {
 	t.Run("delete, find in the deleted view, restore", func(t *testing.T) {
 		id := docs["LINK"]
 		b.run(t, "delete", chromedp.Navigate(admin+"/"), chromedp.WaitVisible(chromedp.ID("filters")),
-			submitted(chromedp.Click(chromedp.CSS(`form[action="/console/documents/`+id+`/delete"] button`)), "was deleted"))
+			chromedp.Click(chromedp.CSS(`a[href="/console/documents/`+id+`/delete"]`)), chromedp.WaitReady(chromedp.CSS(`input[name=confirmed]`)),
+			submitted(chromedp.Click(chromedp.CSS(`main form button`)), "was deleted"))
 		b.wantShown(t, "after the delete", live+3)
 		b.run(t, "deleted view", chromedp.Click(chromedp.ID("deleted")))
 		b.wantShown(t, "deleted view", deleted+1)
@@ -113,17 +115,35 @@ func consoleFlow(t *testing.T, st *Stack) {
 		b.wantShown(t, "after the restore", live+4)
 	})
 	t.Run("pin a related document", func(t *testing.T) {
-		b.run(t, "edit", chromedp.Navigate(admin+"/documents/"+docs["HTML"]), chromedp.WaitVisible(chromedp.ID("related")),
-			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				_, err := chromedp.Evaluate[bool](`document.querySelector('#related option[value="`+docs["MARKDOWN"]+`"]').selected = true`)(ctx, tg)
-				return err
-			}),
+		pick := `#related-matches input[value="` + docs["MARKDOWN"] + `"]`
+		b.run(t, "edit", chromedp.Navigate(admin+"/documents/"+docs["HTML"]), chromedp.WaitVisible(chromedp.ID("relatedQ")),
+			chromedp.SendKeys(chromedp.ID("relatedQ"), "dormir"), chromedp.WaitVisible(chromedp.CSS(pick)),
+			chromedp.Click(chromedp.CSS(pick)), chromedp.WaitVisible(chromedp.CSS(`#related-pinned input[value="`+docs["MARKDOWN"]+`"]`)),
 			submitted(chromedp.Submit(chromedp.ID("title")), "was saved"))
 		b.accessible(t, axe, "edit HTML")
 		var d struct{ RelatedIds []string }
 		st.Must("GET", "/bo/documents/"+docs["HTML"]+"/detail", nil, 200).JSON(t, &d)
 		if len(d.RelatedIds) != 1 || d.RelatedIds[0] != docs["MARKDOWN"] {
 			t.Errorf("relatedIds = %v, want [%s]", d.RelatedIds, docs["MARKDOWN"])
+		}
+	})
+	t.Run("find a document to pin without script", func(t *testing.T) {
+		c := consoleClient(t, st, Token)
+		res := must(c.Get(admin + "/documents/" + docs["LINK"]))
+		etag := regexp.MustCompile(`name="etag" value="([^"]*)"`).FindStringSubmatch(readAll(t, res))
+		if etag == nil {
+			t.Fatal("no etag in the edit form")
+		}
+		form := url.Values{"type": {"LINK"}, "title": {"Typed, not saved"}, "url": {"https://example.org/a"}, "etag": {html.UnescapeString(etag[1])},
+			"mode": {"live"}, "relatedQ": {"Dormir"}, "findRelated": {"1"}}
+		res = must(c.PostForm(admin+"/documents/"+docs["LINK"], form))
+		body := readAll(t, res)
+		if res.StatusCode != 200 || !strings.Contains(body, `name="related" value="`+docs["MARKDOWN"]+`"`) || !strings.Contains(body, `value="Typed, not saved"`) {
+			t.Errorf("Find without script: %d, want the form back with what was typed and the matching document to tick", res.StatusCode)
+		}
+		var d struct{ Title string }
+		if st.Must("GET", "/bo/documents/"+docs["LINK"]+"/detail", nil, 200).JSON(t, &d); d.Title == "Typed, not saved" {
+			t.Error("Find saved the form")
 		}
 	})
 	consolePages(t, b, st, axe, admin, run)

@@ -138,7 +138,7 @@ func mediaInUse(t *testing.T, b *browser, st *Stack, id, run string) {
 	title := "Schéma " + run
 	st.Must("POST", "/bo/documents", map[string]any{"type": "MARKDOWN", "title": title,
 		"content": "![schéma](x)", "imagesIds": []string{id}, "tagsIds": []string{}}, 201)
-	b.run(t, "delete the image in use", chromedp.Click(chromedp.CSS(`form[action="/console/media/`+id+`/delete"] button`)),
+	b.run(t, "delete the image in use", chromedp.Click(chromedp.CSS(`#media-`+id+` summary`)), chromedp.Click(chromedp.CSS(`form[action="/console/media/`+id+`/delete"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`#media-`+id+` .field-error`)))
 	said := get(t, b, "refusal", chromedp.Text(chromedp.CSS(`#media-`+id+` .field-error`)))
 	if !strings.Contains(said, "Not deleted") || !strings.Contains(said, title) {

@@ -31,6 +31,15 @@ func TestConsoleEditorialWorkflow(t *testing.T) {
 	t.Run("a draft saved, scheduled, published and unpublished", func(t *testing.T) {
 		draftToPublished(t, b, st, axe, admin)
 	})
+	t.Run("several documents tagged, published, deleted and restored at once", func(t *testing.T) {
+		bulkActions(t, b, st, axe, admin)
+	})
+	t.Run("keyboard shortcuts and their help page", func(t *testing.T) {
+		shortcuts(t, b, st, axe, admin)
+	})
+	t.Run("attached images shown as pictures", func(t *testing.T) {
+		attachedImages(t, b, st, axe, admin)
+	})
 	t.Run("long values never make a page wider than the screen", func(t *testing.T) {
 		longValues(t, b, st, axe, admin)
 	})
@@ -176,7 +185,8 @@ func longValues(t *testing.T, b *browser, st *Stack, axe, admin string) {
 	var d struct{ ID string }
 	st.Must("POST", "/bo/documents", map[string]any{"type": "MARKDOWN", "title": title, "content": "# Titre\n\n" + long,
 		"imagesIds": []string{media}, "tagsIds": tags}, 201).JSON(t, &d)
-	pages := []string{"/", "/documents/" + d.ID, "/documents/" + d.ID + "/revisions", "/media", "/tags", "/documents/new?type=MARKDOWN"}
+	pages := []string{"/", "/documents/" + d.ID, "/documents/" + d.ID + "/revisions", "/media", "/tags", "/documents/new?type=MARKDOWN",
+		"/documents/" + d.ID + "/delete", "/help"}
 	for _, theme := range []string{"light", "dark"} {
 		b.run(t, theme, emulateTheme(theme))
 		for _, w := range [][2]int64{{360, 800}, {1440, 1000}} {

@@ -69,7 +69,7 @@ func (e *APIError) Field(field string) string {
 
 // Unreachable is the error of a call that got no answer.
 func unreachable(err error) *APIError {
-	return &APIError{Code: "unreachable", Detail: "the library's API cannot be reached right now; nothing was changed, try again"}
+	return &APIError{Code: "unreachable", Detail: "The library's API cannot be reached right now, so nothing was changed. Try again in a moment."}
 }
 
 // AsAPIError returns err as an *APIError (an unexpected error becomes one

@@ -21,11 +21,11 @@ type DocumentShort struct {
 	UpdatedBy string   `json:"updatedBy"`
 	DeletedAt string   `json:"deletedAt"`
 	DeletedBy string   `json:"deletedBy"`
-	// PendingChanges and PublishAt: the listing does not carry them yet
-	// (false and "" then), so the list's badges are Published, Draft and
-	// Deleted; a document's page shows all of them.
-	PendingChanges bool   `json:"pendingChanges"`
-	PublishAt      string `json:"publishAt"`
+	// PendingChanges and PublishAt: nil when the listing does not carry
+	// them (it does not today); the console then reads them from the
+	// document's detail (pages/states.go).
+	PendingChanges *bool   `json:"pendingChanges"`
+	PublishAt      *string `json:"publishAt"`
 }
 
 // FileRef is a PDF document's file.

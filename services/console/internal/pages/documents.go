@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -35,9 +36,9 @@ type documentsData struct {
 	Criteria   filter.Criteria
 	Shown      int
 	Total      int
-	// Undo is the document just deleted, which the notice offers to
+	// Undo are the documents just deleted, which the notice offers to
 	// restore.
-	Undo string
+	Undo []string
 }
 
 // documents lists every document; the criteria of the query (tag, q,
@@ -54,13 +55,20 @@ func (p *Pages) documents(c *gin.Context) {
 		return
 	}
 	if c.Query("done") == "deleted" {
-		data.Undo = c.Query("undo")
+		data.Undo = c.QueryArray("undo")
 	}
-	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: done(c.Query("done")), Data: data})
+	notice := done(c.Query("done"))
+	if n, err := strconv.Atoi(c.Query("n")); err == nil {
+		same, _ := strconv.Atoi(c.Query("same"))
+		notice = doneMany(c.Query("done"), n, same)
+	}
+	p.render(c, http.StatusOK, "documents", view{Title: "Documents", Notice: notice, Data: data})
 }
 
 // listing builds the rows of docs.
-func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filter.Criteria) documentsData {
+// states says a document's pending changes and scheduled publication.
+func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filter.Criteria,
+	states func(boclient.DocumentShort) (bool, string)) documentsData {
 	ix := filter.NewIndex()
 	tags := map[string]boclient.Tag{}
 	for _, cat := range cats {
@@ -73,9 +81,10 @@ func listing(cats []boclient.Category, docs []boclient.DocumentShort, crit filte
 	data := documentsData{Categories: cats, Criteria: crit, Rows: make([]row, 0, len(docs)), Total: len(docs)}
 	for _, d := range docs {
 		fd := filter.Doc{Title: d.Title, TagIDs: d.TagIDs, IsDeleted: d.IsDeleted}
+		pending, publishAt := states(d)
 		r := row{ID: d.ID, Title: d.Title, Type: d.Type, Draft: d.Status == "draft", Deleted: d.IsDeleted,
 			TagsAttr: strings.Join(d.TagIDs, " "), Text: rule.Haystack(fd), Hidden: !rule.Match(fd),
-			ChangedAt: d.UpdatedAt, ChangedBy: d.UpdatedBy, Badges: badgesOf(d.Status, d.IsDeleted, d.PendingChanges, d.PublishAt)}
+			ChangedAt: d.UpdatedAt, ChangedBy: d.UpdatedBy, Badges: badgesOf(d.Status, d.IsDeleted, pending, publishAt)}
 		if d.IsDeleted {
 			r.ChangedAt, r.ChangedBy = d.DeletedAt, d.DeletedBy
 		}
@@ -99,6 +108,8 @@ func done(what string) string {
 		return "The document was deleted. Undo restores it; it is also in the deleted documents."
 	case "restored":
 		return "The document was restored."
+	case "none-selected":
+		return "Nothing was done: tick one or more documents first."
 	case "created":
 		return "The document was created."
 	case "saved":
@@ -123,6 +134,37 @@ func done(what string) string {
 		return "The earlier version was restored as a new version, without the tags, images or pinned documents it named that no longer exist."
 	}
 	return ""
+}
+
+// doneMany says what an action on several documents did: n changed, same
+// left as they were (nothing to do).
+func doneMany(what string, n, same int) string {
+	docs, them := strconv.Itoa(n)+" documents were", "them"
+	if n == 1 {
+		docs, them = "1 document was", "it"
+	}
+	var s string
+	switch what {
+	case "deleted":
+		return docs + " deleted. Undo restores " + them + "; the deleted documents list has " + them + " too."
+	case "restored":
+		s = docs + " restored."
+	case "published":
+		s = docs + " published."
+	case "tagged":
+		s = "The tag was added: " + docs + " changed."
+	case "untagged":
+		s = "The tag was removed: " + docs + " changed."
+	default:
+		return done(what)
+	}
+	switch {
+	case same == 1:
+		s += " 1 other had nothing to change."
+	case same > 1:
+		s += " " + strconv.Itoa(same) + " others had nothing to change."
+	}
+	return s
 }
 
 // fail shows an API error as a page.

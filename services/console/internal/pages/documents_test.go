@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ func BenchmarkDocumentsPage(b *testing.B) {
 	r := standIn(b, func(path string) ([]byte, string, int) {
 		if path == "/bo/tags-categories" {
 			return catJSON, `"c1"`, http.StatusOK
+		}
+		if id, ok := strings.CutSuffix(strings.TrimPrefix(path, "/bo/documents/"), "/detail"); ok {
+			return []byte(`{"id":"` + id + `","status":"published","updatedAt":"2026-11-27T05:00:00.000Z"}`), `"x"`, http.StatusOK
 		}
 		return docJSON, `"d1"`, http.StatusOK
 	})
@@ -113,5 +117,68 @@ func TestDocumentsPageFollowsTheLibrary(t *testing.T) {
 	status = http.StatusUnauthorized
 	if code, _ := page(); code != http.StatusSeeOther {
 		t.Errorf("page with a refused token: %d, want 303 to the sign-in", code)
+	}
+}
+
+// The list shows the states the listing does not carry (pending changes,
+// a scheduled publication) from each document's detail, read once per
+// change of the document.
+func TestDocumentsListShowsPendingAndScheduled(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	reads := map[string]int{}
+	aChanged := "2026-11-27T05:00:00.000Z"
+	r := standIn(t, func(path string) ([]byte, string, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch path {
+		case "/bo/tags-categories":
+			return []byte(`[]`), `"c"`, http.StatusOK
+		case "/bo/documents":
+			return []byte(`[{"id":"a","title":"Alpha","type":"LINK","status":"published","tagsIds":[],"updatedAt":"` + aChanged + `"},
+				{"id":"b","title":"Beta","type":"LINK","status":"draft","tagsIds":[],"updatedAt":"2026-11-27T05:00:00.000Z"},
+				{"id":"c","title":"Gamma","type":"LINK","status":"published","tagsIds":[],"isDeleted":true,"updatedAt":"2026-11-27T05:00:00.000Z"},
+				{"id":"d","title":"Delta","type":"LINK","status":"published","tagsIds":[],"pendingChanges":true,"updatedAt":"2026-11-27T05:00:00.000Z"}]`), `"` + aChanged + `"`, http.StatusOK
+		case "/bo/documents/a/detail":
+			reads["a"]++
+			return []byte(`{"id":"a","status":"published","updatedAt":"` + aChanged + `","draft":{"title":"Alpha 2"}}`), `"a"`, http.StatusOK
+		case "/bo/documents/b/detail":
+			reads["b"]++
+			return []byte(`{"id":"b","status":"draft","updatedAt":"2026-11-27T05:00:00.000Z","publishAt":"2099-01-01T09:00:00.000Z"}`), `"b"`, http.StatusOK
+		}
+		reads[path]++
+		return []byte(`{"status":404,"code":"not_found","detail":"no"}`), "", http.StatusNotFound
+	})
+	row := func(body, title string) string {
+		i := strings.Index(body, ">"+title+"</a>")
+		if i < 0 {
+			t.Fatalf("no row %q in:\n%s", title, body)
+		}
+		end := strings.Index(body[i:], "</tr>")
+		return body[i : i+end]
+	}
+	for range 2 {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/", nil))
+		body := rec.Body.String()
+		for title, want := range map[string][]string{"Alpha": {"Published", "Pending changes"}, "Beta": {"Draft", "Scheduled"}, "Delta": {"Published", "Pending changes"}} {
+			for _, w := range want {
+				if !strings.Contains(row(body, title), ">"+w+"<") {
+					t.Errorf("row %s lacks the badge %q:\n%s", title, w, row(body, title))
+				}
+			}
+		}
+	}
+	mu.Lock()
+	if reads["a"] != 1 || reads["b"] != 1 || len(reads) != 2 {
+		t.Errorf("details read %v, want a and b once each (c is deleted, d's listing says its states)", reads)
+	}
+	aChanged = "2026-11-28T05:00:00.000Z"
+	mu.Unlock()
+	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/console/", nil))
+	mu.Lock()
+	defer mu.Unlock()
+	if reads["a"] != 2 || reads["b"] != 1 {
+		t.Errorf("after a changed, details read %v, want a again and b not", reads)
 	}
 }

@@ -31,6 +31,8 @@ type form struct {
 	// publication as a datetime-local value in the editor's time zone;
 	// UnpublishAt the scheduled unpublication, as the API gave it.
 	Mode, PublishAt, UnpublishAt string
+	// RelatedQuery is what was typed to find documents to pin.
+	RelatedQuery string
 }
 
 // editData is what the edit page shows.
@@ -69,6 +71,43 @@ func (d editData) Badges() []badge {
 	}
 	s := d.Stored
 	return badgesOf(s.Status, s.IsDeleted, s.Draft != nil, s.PublishAt)
+}
+
+// Attached are the images the form attaches, in its order (an id the
+// media list does not know comes with its id as name).
+func (d editData) Attached() []boclient.Media {
+	return inOrder(d.Form.ImageIDs, d.Images, func(m boclient.Media) string { return m.ID },
+		func(id string) boclient.Media { return boclient.Media{ID: id, Name: id} })
+}
+
+// inOrder are the items of all named by ids, in the order of ids; an id
+// none has gives unknown(id).
+func inOrder[T any](ids []string, all []T, idOf func(T) string, unknown func(string) T) []T {
+	byID := make(map[string]T, len(all))
+	for _, it := range all {
+		byID[idOf(it)] = it
+	}
+	out := make([]T, 0, len(ids))
+	for _, id := range ids {
+		it, ok := byID[id]
+		if !ok {
+			it = unknown(id)
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// ImageCode is what the text of the form's type writes to show image m.
+func (d editData) ImageCode(m boclient.Media) string {
+	alt := strings.NewReplacer("[", "", "]", "", `"`, "", "<", "", ">", "").Replace(m.Name)
+	if i := strings.LastIndex(alt, "."); i > 0 {
+		alt = alt[:i]
+	}
+	if d.Form.Type == "HTML" {
+		return `<img src="` + imageRef(m.ID) + `" alt="` + alt + `">`
+	}
+	return "![" + alt + "](" + imageRef(m.ID) + ")"
 }
 
 // When is an RFC 3339 time in the editor's time zone, in words.
@@ -128,7 +167,12 @@ func sentence(label, msg string) string {
 // pageError is the error the top of the edit page says: the problem's
 // detail, and only the field errors the form shows nowhere else (each
 // error is said once, next to its field when it has one).
-func pageError(e *boclient.APIError) *boclient.APIError {
+func pageError(e *boclient.APIError) *boclient.APIError { return errorOnce(e, fieldLabels) }
+
+// errorOnce is the error the top of a form's page says: the problem's
+// detail, and only the field errors the form does not show next to one of
+// labels' fields, each as a sentence.
+func errorOnce(e *boclient.APIError, labels map[string]string) *boclient.APIError {
 	if e == nil {
 		return nil
 	}
@@ -136,7 +180,7 @@ func pageError(e *boclient.APIError) *boclient.APIError {
 	top.Errors = nil
 	for _, fe := range e.Errors {
 		name, _, _ := strings.Cut(strings.SplitN(fe.Field, "[", 2)[0], ".")
-		if _, shown := fieldLabels[name]; !shown {
+		if _, shown := labels[name]; !shown {
 			top.Errors = append(top.Errors, boclient.FieldError{Message: sentence("", fe.Message)})
 		}
 	}
@@ -315,7 +359,7 @@ func typed(c *gin.Context) form {
 		URL: c.PostForm("url"), FileID: c.PostForm("fileId"), Content: lf(c.PostForm("content")),
 		Sources: lf(c.PostForm("sources")), TagIDs: c.PostFormArray("tag"), ImageIDs: c.PostFormArray("image"),
 		RelatedIDs: c.PostFormArray("related"), Mode: c.PostForm("mode"), PublishAt: c.PostForm("publishAt"),
-		UnpublishAt: c.PostForm("unpublishAt")}
+		UnpublishAt: c.PostForm("unpublishAt"), RelatedQuery: c.PostForm("relatedQ")}
 }
 
 func lf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
@@ -344,7 +388,7 @@ func (p *Pages) save(c *gin.Context, create bool) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), p.cfg.Timeout)
 	defer cancel()
-	if c.PostForm("preview") != "" {
+	if c.PostForm("preview") != "" || c.PostForm("findRelated") != "" { // nothing saved
 		p.showPreview(c, ctx, s, f)
 		return
 	}

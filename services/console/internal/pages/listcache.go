@@ -28,6 +28,7 @@ type listEntry struct {
 	docs               []boclient.DocumentShort
 	rows               template.HTML // rendered without criteria
 	shown              int
+	states             uint64 // the generation of the states the rows show
 }
 
 func (lc *listCache) get(edit bool) listEntry {
@@ -66,16 +67,20 @@ func (p *Pages) pageData(ctx context.Context, token string, edit bool, crit filt
 	if !docsChanged {
 		docs = e.docs
 	}
+	learning, stop := context.WithTimeout(ctx, p.cfg.Timeout/2) // what is left is the page's
+	p.learnStates(learning, token, docs)
+	stop()
+	gen := p.states.generation()
 	plain := len(crit.TagIDs) == 0 && crit.Text == "" && !crit.Deleted
-	if plain && !catsChanged && !docsChanged && e.rows != "" {
+	if plain && !catsChanged && !docsChanged && e.rows != "" && e.states == gen {
 		return documentsData{Categories: cats, Criteria: crit, RowsHTML: e.rows, Shown: e.shown, Total: len(docs)}, nil
 	}
-	data := listing(cats, docs, crit)
+	data := listing(cats, docs, crit, p.states.of)
 	if data.RowsHTML, err = p.renderRows(data.Rows, edit); err != nil {
 		return documentsData{}, err
 	}
 	if plain {
-		p.lists.put(edit, listEntry{catsETag: catsETag, docsETag: docsETag, cats: cats, docs: docs, rows: data.RowsHTML, shown: data.Shown})
+		p.lists.put(edit, listEntry{catsETag: catsETag, docsETag: docsETag, cats: cats, docs: docs, rows: data.RowsHTML, shown: data.Shown, states: gen})
 	}
 	return data, nil
 }

@@ -183,6 +183,26 @@ func attachment(disposition string) string {
 	return "attachment"
 }
 
+// thumbable reports whether a media of type mime has a picture: an image,
+// or a PDF (its first page).
+func thumbable(mime string) bool {
+	return mime == "application/pdf" || strings.HasPrefix(mime, "image/")
+}
+
+// thumb is the address of a media's thumbnail: its thumb rendition, from
+// the public API the admin listener serves too (the console's own origin).
+func thumb(id string) string {
+	return "/public/medias/" + url.PathEscape(id) + "/download?preset=thumb"
+}
+
+// imageRef is how a MARKDOWN or HTML text refers to an attached image:
+// the address of its card rendition on the public API, relative, as the
+// app resolves it against the API it reads (and the preview against the
+// console's origin, which serves the public API too).
+func imageRef(id string) string {
+	return "/public/medias/" + url.PathEscape(id) + "/download?preset=card"
+}
+
 // size says a byte count the way people read it.
 func size(n int64) string {
 	switch {

@@ -58,9 +58,10 @@ type Config struct {
 
 // Pages serves the console.
 type Pages struct {
-	cfg   Config
-	pages map[string]*template.Template
-	lists listCache
+	cfg    Config
+	pages  map[string]*template.Template
+	lists  listCache
+	states stateCache
 }
 
 // New parses the templates.
@@ -95,6 +96,9 @@ var funcs = template.FuncMap{
 	"when":      when,
 	"kind":      kind,
 	"mediaKind": mediaKind,
+	"thumbable": thumbable,
+	"thumb":     thumb,
+	"imageRef":  imageRef,
 }
 
 // Register adds the console's routes to r.
@@ -110,11 +114,14 @@ func (p *Pages) Register(r gin.IRouter) {
 
 	g := r.Group(Base, p.requireSession)
 	g.GET("/", p.documents)
+	g.GET("/documents/:id/delete", p.requireEditor, p.confirmDeleteDocument)
 	g.POST("/documents/:id/delete", p.requireEditor, p.deleteDocument)
+	g.POST("/documents/bulk", p.requireEditor, p.bulk)
 	g.POST("/documents/:id/restore", p.requireEditor, p.restoreDocument)
 	g.GET("/documents/new", p.newDocument)
 	g.POST("/documents/new", p.requireEditor, p.createDocument)
 	g.POST("/documents/preview", p.requireEditor, p.livePreview)
+	g.GET("/documents/related", p.relatedSearch)
 	g.GET("/documents/:id", p.editDocument)
 	g.POST("/documents/:id", p.requireEditor, p.updateDocument)
 	g.POST("/documents/:id/unpublish", p.requireEditor, p.editorialAction("unpublished", unpublish))
@@ -138,6 +145,7 @@ func (p *Pages) Register(r gin.IRouter) {
 	g.GET("/media/:id/download", p.downloadMedia)
 	g.POST("/media/:id/delete", p.requireEditor, p.deleteMedia)
 
+	g.GET("/help", p.helpPage)
 	g.GET("/settings", p.settingsPage)
 	g.POST("/settings", p.requireEditor, p.saveSettings)
 }

@@ -20,8 +20,11 @@ func (d settingsData) FieldError(field string) string {
 	if d.Err == nil {
 		return ""
 	}
-	return d.Err.Field(field)
+	return sentence(settingsLabels[field], d.Err.Field(field))
 }
+
+// settingsLabels are the settings form's fields in its words.
+var settingsLabels = map[string]string{"moderatorEmail": "The moderation e-mail address"}
 
 func (p *Pages) settingsPage(c *gin.Context) {
 	s, _ := current(c)
@@ -54,7 +57,7 @@ func (p *Pages) saveSettings(c *gin.Context) {
 	if _, err := p.cfg.API.SetConfig(ctx, s.Token, d.Email); err != nil {
 		d.Err = explain(boclient.AsAPIError(err))
 		d.Stored, _ = p.cfg.API.Config(ctx, s.Token) // who set it last, if it can be read
-		p.render(c, status(d.Err), "settings", view{Title: "Settings", Error: d.Err, Data: d})
+		p.render(c, status(d.Err), "settings", view{Title: "Settings", Error: errorOnce(d.Err, settingsLabels), Data: d})
 		return
 	}
 	c.Redirect(http.StatusSeeOther, Base+"/settings?done=saved")

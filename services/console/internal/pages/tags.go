@@ -42,8 +42,11 @@ func (d tagsData) FieldError(key, field string) string {
 	if d.Failed.Key != key || d.Failed.Err == nil {
 		return ""
 	}
-	return d.Failed.Err.Field(field)
+	return sentence(tagLabels[field], d.Failed.Err.Field(field))
 }
+
+// tagLabels are the fields of the tag and category forms in their words.
+var tagLabels = map[string]string{"name": "The name", "id": "The id", "categoryId": "The category"}
 
 // FormError is the API's answer to the form key, when it failed.
 func (d tagsData) FormError(key string) *boclient.APIError {

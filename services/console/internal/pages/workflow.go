@@ -72,6 +72,7 @@ func (f form) drafting(act string) bool {
 // field, in the form's words.
 func (f form) editorialInput(act string, loc *time.Location) (boclient.DocumentInput, *boclient.APIError) {
 	in := f.input()
+	in.UnpublishAt = f.UnpublishAt // a PATCH without it would clear it
 	if !f.drafting(act) {
 		return in, nil
 	}
@@ -83,7 +84,6 @@ func (f form) editorialInput(act string, loc *time.Location) (boclient.DocumentI
 	if act == actPublish { // published at once: the schedule goes
 		return in, nil
 	}
-	in.UnpublishAt = f.UnpublishAt
 	if f.PublishAt == "" {
 		if act == actSchedule {
 			return in, scheduleError("Pick the date and time at which to publish.")

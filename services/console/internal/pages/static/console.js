@@ -282,3 +282,124 @@
   var panel = document.getElementById("filter-panel");
   if (panel && window.matchMedia("(min-width: 64rem)").matches) { panel.open = true; }
 })();
+
+// The documents list's bulk actions: a box in the header ticks every row
+// shown (or none), and the bar says how many are ticked. Without this
+// script each row's box is ticked by hand; the form is the same.
+(function () {
+  var bulk = document.getElementById("bulk");
+  var all = document.getElementById("select-all");
+  var said = document.getElementById("selected");
+  var body = document.getElementById("rows");
+  if (!bulk || !all || !body) { return; }
+  function boxes() { return body.querySelectorAll("input[name=id]"); }
+  function count() {
+    var n = body.querySelectorAll("input[name=id]:checked").length;
+    said.textContent = n === 0 ? "" : n === 1 ? "1 ticked" : n + " ticked";
+  }
+  all.hidden = false;
+  all.addEventListener("change", function () {
+    boxes().forEach(function (b) {
+      if (!b.closest("tr").hidden) { b.checked = all.checked; }
+    });
+    count();
+  });
+  body.addEventListener("change", count);
+  document.addEventListener("console:filtered", function () { all.checked = false; });
+})();
+
+// The picker of pinned related documents: with script the search asks the
+// console as the person types (250 ms after the last key; Enter searches
+// at once instead of saving the form), and a match ticked joins the pinned
+// ones, so a later search never drops it. Without script, Find sends the
+// form back with the matches (nothing saved).
+(function () {
+  var box = document.getElementById("related");
+  var q = document.getElementById("relatedQ");
+  var matches = document.getElementById("related-matches");
+  var pinned = document.getElementById("related-pinned");
+  if (!box || !q || !matches || !pinned || !box.dataset.search) { return; }
+  var timer = 0, inFlight = null;
+  function label(m) {
+    var l = document.createElement("label");
+    var c = document.createElement("input");
+    c.type = "checkbox"; c.name = "related"; c.value = m.id;
+    var s = document.createElement("span");
+    s.dir = "auto"; s.textContent = m.title;
+    l.append(c, " ", s);
+    return l;
+  }
+  function search() {
+    if (inFlight) { inFlight.abort(); }
+    var text = q.value.trim();
+    if (text === "") { matches.replaceChildren(); return; }
+    var u = new URLSearchParams({ q: text, not: box.dataset.not || "" });
+    pinned.querySelectorAll("input[name=related]:checked").forEach(function (c) { u.append("pinned", c.value); });
+    inFlight = new AbortController();
+    fetch(box.dataset.search + "?" + u.toString(), { signal: inFlight.signal, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+      .then(function (list) {
+        if (list.length === 0) {
+          var p = document.createElement("p");
+          p.textContent = "No other document has a title holding “" + text + "”.";
+          matches.replaceChildren(p);
+        } else {
+          matches.replaceChildren.apply(matches, list.map(label));
+        }
+        document.dispatchEvent(new CustomEvent("console:related-found"));
+      })
+      .catch(function (e) {
+        if (e && e.name === "AbortError") { return; }
+        var p = document.createElement("p");
+        p.textContent = "The search could not be made now; press Find to try again.";
+        matches.replaceChildren(p);
+      });
+  }
+  q.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(search, 250); });
+  q.addEventListener("keydown", function (e) {
+    if (e.key === "Enter") { e.preventDefault(); clearTimeout(timer); search(); }
+  });
+  matches.addEventListener("change", function (e) {
+    var c = e.target;
+    if (c.name !== "related" || !c.checked) { return; }
+    var hint = pinned.querySelector("p.hint");
+    if (hint) { hint.remove(); }
+    pinned.appendChild(c.closest("label"));
+  });
+})();
+
+// Keyboard shortcuts (listed on the help page): / searches the documents,
+// n opens a new document, ? the help page, Ctrl+S (⌘+S) saves the edit
+// form as its main button does, Esc leaves the search field. Keys typed in
+// a field are the field's, except Ctrl+S.
+(function () {
+  function typing(el) {
+    return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
+  }
+  document.addEventListener("keydown", function (e) {
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === "s") {
+      var title = document.getElementById("title");
+      var form = title && title.form;
+      if (form && !title.disabled) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+      return;
+    }
+    var q = document.getElementById("q");
+    if (e.key === "Escape" && document.activeElement === q) { q.blur(); return; }
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(document.activeElement)) { return; }
+    if (e.key === "/") {
+      e.preventDefault();
+      if (q) { q.focus(); q.select(); } else { location.href = "/console/#q"; }
+    } else if (e.key === "n" && document.querySelector('a[aria-keyshortcuts="n"]')) {
+      location.href = "/console/documents/new";
+    } else if (e.key === "?") {
+      location.href = "/console/help";
+    }
+  });
+  if (location.hash === "#q") {
+    var q = document.getElementById("q");
+    if (q) { q.focus(); }
+  }
+})();
