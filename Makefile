@@ -1,6 +1,7 @@
 # The two commands a new user needs: `make dev` runs the whole system on this
 # machine; `make test` runs every test. What they build (MinIO, FerretDB,
-# Helm) goes into .bin/ at pinned versions; the Debian packages a command
+# Helm, the Kubernetes control plane the chart is installed into) goes into
+# .bin/ at pinned versions; the Debian packages a command
 # needs are listed below (DEBS_*) and installed by one target,
 # debian-packages (as root). No Node, no npm.
 
@@ -14,6 +15,14 @@ SERVICES   := taxonomy catalog media webhook console gateway
 # 2 cores the first time, cached after).
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 HELM_VERSION  := v3.22.0
+# The control plane the chart is installed into by `make test` (controlplane
+# target): kube-apiserver, kube-controller-manager, kube-scheduler and etcd at
+# the versions charts/controlplane/go.mod pins (Kubernetes v1.37.2 and the
+# etcd it is tested with), and kwok, which plays the nodes and the pods'
+# containers. Built from source once, cached in .bin/.
+KUBE_VERSION  := v1.37.2
+KWOK_VERSION  := v0.8.0
+CONTROLPLANE  := etcd kube-apiserver kube-controller-manager kube-scheduler kwok
 # Workspace modules (go.work) as package patterns, e.g. github.com/doclib/libs/...
 MODULES     = $(shell $(GO) list -m -f '{{.Path}}/...')
 GO_DIRS    := api libs services e2e tools charts deploy cmd
@@ -27,7 +36,7 @@ CHECKS     := charts/chartcheck deploy/composecheck api/apicheck e2e/oidcprovide
 
 export DOCLIB_BIN_DIR := $(BIN)
 
-.PHONY: help dev test lint tools build bench clean-data helm-lint debian-packages fresh-clone-check \
+.PHONY: help dev test lint tools build bench clean-data helm-lint debian-packages fresh-clone-check controlplane \
 	dev-packages test-packages bench-packages
 
 help:
@@ -114,6 +123,33 @@ debian-packages:
 
 $(BIN)/helm:
 	@GOBIN=$(BIN) GOWORK=off $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+controlplane: $(addprefix $(BIN)/,$(CONTROLPLANE))
+
+# k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces its staging
+# modules with local folders), so the small module charts/controlplane requires
+# it, pins each staging module to the same release and lists the commands as
+# tools; etcd comes from the same module at the version Kubernetes requires.
+# The first build takes about 12 minutes on 2 cores, later ones seconds; a
+# binary is rebuilt only when that go.mod changes. Built at low priority.
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+	-X k8s.io/component-base/version.gitTreeState=clean
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler: charts/controlplane/go.mod
+	@mkdir -p $(BIN)
+	@echo ">> building $(notdir $@) $(KUBE_VERSION) from source into .bin/ (first time only: minutes)"
+	@cd charts/controlplane && GOWORK=off nice -n 10 $(GO) build -ldflags '$(KUBE_LDFLAGS)' \
+	  -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+$(BIN)/etcd: charts/controlplane/go.mod
+	@mkdir -p $(BIN)
+	@echo ">> building etcd from source into .bin/ (first time only: about a minute)"
+	@cd charts/controlplane && GOWORK=off nice -n 10 $(GO) build -o $@ go.etcd.io/etcd/server/v3
+
+$(BIN)/kwok:
+	@mkdir -p $(BIN)
+	@echo ">> building kwok $(KWOK_VERSION) from source into .bin/ (first time only: about 2 minutes)"
+	@GOBIN=$(BIN) GOWORK=off nice -n 10 $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
 # Lints and renders the chart for every values file of charts/doclib/ci;
 # a render without back-office credentials must fail. Part of `make test`.
