@@ -41,7 +41,7 @@ export DOCLIB_BIN_DIR := $(BIN)
 
 help:
 	@echo "make dev    run the whole stack on 127.0.0.1 (public :8080, admin :8090; Ctrl-C stops it)"
-	@echo "make test   gofmt, go vet, every test (race detector on), helm lint and the chart and compose checks"
+	@echo "make test   gofmt, go vet, every test (race detector on), helm lint, the chart and compose checks, and the chart installed on a control plane built into .bin/"
 	@echo "make bench  the benchmarks (figures written under bench/)"
 
 # Debian packages, by the command that needs them: add yours to the list of
@@ -62,11 +62,13 @@ dev: tools build
 
 # DOCLIB_REQUIRE_BROWSER: the /docs browser test fails instead of skipping
 # when Chromium is missing; DOCLIB_REQUIRE_HELM: the test of the platform
-# guide's install command fails instead of skipping when .bin/helm is.
-test: test-packages tools lint helm-lint fresh-clone-check
+# guide's install command fails instead of skipping when .bin/helm is;
+# DOCLIB_REQUIRE_CONTROLPLANE: the chart's life cycle on a control plane
+# (charts/chartcheck/lifecycle) fails instead of skipping without .bin/kwok etc.
+test: test-packages tools controlplane lint helm-lint fresh-clone-check
 	DOCLIB_REQUIRE_BROWSER=1 DOCLIB_REQUIRE_HELM=1 $(GO) test -race -count=1 -timeout 45m $(MODULES)
 	cd tools && GOWORK=off $(GO) test -race -count=1 ./...
-	@for d in $(CHECKS); do (cd $$d && GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
+	@for d in $(CHECKS); do (cd $$d && DOCLIB_REQUIRE_CONTROLPLANE=1 GOWORK=off $(GO) test -count=1 ./...) || exit 1; done
 
 lint: dev-packages
 	@out=$$(gofmt -l $(GO_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
