@@ -160,6 +160,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, token string) (st
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
+		// The kubernetes Service's endpoint may not be a loopback address.
+		"--endpoint-reconciler-type=none",
 		// PodSecurity is on by default; the release's namespace says
 		// which level it enforces (pod-security.kubernetes.io/enforce).
 		"--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,PodSecurity,ResourceQuota,LimitRanger",
@@ -173,7 +175,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, token string) (st
 	if err != nil {
 		return "", err
 	}
-	err = poll(ctx, "the API server to be ready", func() (bool, error) {
+	err = c.poll(ctx, "the API server to be ready", func() (bool, error) {
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
@@ -298,9 +300,13 @@ func (c *Cluster) Exited() string {
 	return ""
 }
 
-func poll(ctx context.Context, what string, ok func() (bool, error)) error {
+// poll calls ok until it is true, ctx ends or a process has exited.
+func (c *Cluster) poll(ctx context.Context, what string, ok func() (bool, error)) error {
 	var lastErr error
 	for {
+		if p := c.Exited(); p != "" {
+			return fmt.Errorf("waiting for %s: %s exited", what, p)
+		}
 		done, err := ok()
 		if done {
 			return nil

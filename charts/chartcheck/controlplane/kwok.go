@@ -50,7 +50,7 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 	if _, err := c.Client.CoreV1().Nodes().Create(ctx, fakeNode(), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create node: %w", err)
 	}
-	return poll(ctx, "kwok's node to be ready", func() (bool, error) {
+	return c.poll(ctx, "kwok's node to be ready", func() (bool, error) {
 		n, err := c.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err

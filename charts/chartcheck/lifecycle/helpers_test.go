@@ -67,9 +67,19 @@ func restrictedNamespace(t *testing.T, c *controlplane.Cluster, name string) {
 		labels["pod-security.kubernetes.io/"+mode+"-version"] = "latest"
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+	ctx := context.Background()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Pods are refused until the controller manager has made the
+	// namespace's default ServiceAccount.
+	for range 300 {
+		if _, err := c.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no default ServiceAccount in %s", name)
 }
 
 // warnings collects the API server's warnings (PodSecurity's among them).

@@ -2,8 +2,10 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +71,9 @@ func TestLifecycle(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c, rs) })
+	t.Run("helm-test", func(t *testing.T) { helm(t, c, "test", "doclib", "-n", "doclib-default", "--timeout", "2m") })
+	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, rs) })
 }
 
 // installPrometheusCRDs installs the Prometheus Operator's CRDs, which the
@@ -106,15 +111,99 @@ func installPrometheusCRDs(t *testing.T, a *applier) {
 // pods meet it.
 func testRestricted(t *testing.T, c *controlplane.Cluster, ns string) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "privileged"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "c", Image: "example.org/x",
-			SecurityContext: &corev1.SecurityContext{Privileged: new(true)},
-		}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "unconfined"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.org/x"}}},
 	}
 	_, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
-		t.Fatalf("a privileged pod in %s: %v; want refused by PodSecurity", ns, err)
+		t.Fatalf("a pod without a security context in %s: %v; want refused by PodSecurity", ns, err)
 	}
 }
 
+// testDryRun submits each values file's render to the server with
+// --dry-run=server --validate=strict: every field known, every object
+// admitted, and no warning (PodSecurity warns of a Deployment whose pods it
+// would refuse).
+func testDryRun(t *testing.T, c *controlplane.Cluster, rs []release) {
+	a := newApplier(t, c) // one that knows the CRDs
+	for _, r := range rs {
+		out := helm(t, c, r.helmArgs("template")...)
+		a.warnings.take()
+		if err := a.apply(context.Background(), []byte(out), r.namespace, true); err != nil {
+			t.Errorf("%s: the server refuses the render: %v", r.values, err)
+		}
+		if w := a.warnings.take(); len(w) > 0 {
+			t.Errorf("%s: the server warns:\n%s", r.values, strings.Join(w, "\n"))
+		}
+	}
+}
+
+// kept are the objects `helm uninstall` leaves, as the chart's README says:
+// the Secret with the webhook secret key (helm.sh/resource-policy: keep),
+// where the chart made it (no webhookSecretKey.existingSecret).
+// Kubernetes' own objects of a namespace are not the release's.
+var kept = map[string]bool{
+	"Secret/doclib-webhook-secret-key": true,
+	"ServiceAccount/default":           true,
+	"ConfigMap/kube-root-ca.crt":       true,
+}
+
+func testUninstall(t *testing.T, c *controlplane.Cluster, rs []release) {
+	for _, r := range rs {
+		made := slices.Contains(leftovers(t, c, r.namespace), "Secret/doclib-webhook-secret-key")
+		helm(t, c, "uninstall", "doclib", "-n", r.namespace, "--wait", "--timeout", "3m")
+		left := leftovers(t, c, r.namespace)
+		var unexpected []string
+		for _, o := range left {
+			if !kept[o] {
+				unexpected = append(unexpected, o)
+			}
+		}
+		if len(unexpected) > 0 {
+			t.Errorf("%s: helm uninstall left %v", r.values, unexpected)
+		}
+		if made && !slices.Contains(left, "Secret/doclib-webhook-secret-key") {
+			t.Errorf("%s: helm uninstall removed the webhook secret key, which it keeps", r.values)
+		}
+	}
+}
+
+// leftovers lists every object of a namespace (Events aside) as Kind/name,
+// once its pods are gone.
+func leftovers(t *testing.T, c *controlplane.Cluster, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	for range 150 {
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	lists, err := c.Client.Discovery().ServerPreferredNamespacedResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApplier(t, c)
+	var left []string
+	for _, l := range lists {
+		gv, _ := schema.ParseGroupVersion(l.GroupVersion)
+		for _, res := range l.APIResources {
+			if !slices.Contains(res.Verbs, "list") || res.Kind == "Event" {
+				continue
+			}
+			items, err := a.client.Resource(gv.WithResource(res.Name)).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("list %s: %v", res.Name, err)
+			}
+			for _, it := range items.Items {
+				left = append(left, fmt.Sprintf("%s/%s", res.Kind, it.GetName()))
+			}
+		}
+	}
+	slices.Sort(left)
+	return left
+}
