@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/doclib/charts/chartcheck/controlplane"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -73,6 +75,8 @@ func TestLifecycle(t *testing.T) {
 	}
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c, rs) })
 	t.Run("helm-test", func(t *testing.T) { helm(t, c, "test", "doclib", "-n", "doclib-default", "--timeout", "2m") })
+	t.Run("unchanged-upgrade", func(t *testing.T) { testUnchangedUpgrade(t, c, rs) })
+	t.Run("value-change-and-rollback", func(t *testing.T) { testValueChangeAndRollback(t, c, rs) })
 	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, rs) })
 }
 
@@ -136,6 +140,103 @@ func testDryRun(t *testing.T, c *controlplane.Cluster, rs []release) {
 			t.Errorf("%s: the server warns:\n%s", r.values, strings.Join(w, "\n"))
 		}
 	}
+}
+
+// workloads are the pod templates of a namespace's Deployments and CronJobs,
+// by kind/name, with each object's generation.
+type workload struct {
+	generation int64
+	template   corev1.PodTemplateSpec
+}
+
+func workloads(t *testing.T, c *controlplane.Cluster, ns string) map[string]workload {
+	t.Helper()
+	ctx := context.Background()
+	ws := map[string]workload{}
+	ds, err := c.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds.Items {
+		ws["Deployment/"+d.Name] = workload{d.Generation, d.Spec.Template}
+	}
+	cjs, err := c.Client.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cj := range cjs.Items {
+		ws["CronJob/"+cj.Name] = workload{cj.Generation, cj.Spec.JobTemplate.Spec.Template}
+	}
+	return ws
+}
+
+// changed names the workloads whose pod template differs between before and after.
+func changed(before, after map[string]workload) []string {
+	var names []string
+	for name, b := range before {
+		if a, ok := after[name]; !ok || !equality.Semantic.DeepEqual(a.template, b.template) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// testUnchangedUpgrade upgrades each release with the values it was
+// installed with: no pod template may change (nothing restarts).
+func testUnchangedUpgrade(t *testing.T, c *controlplane.Cluster, rs []release) {
+	for _, r := range rs {
+		before := workloads(t, c, r.namespace)
+		helm(t, c, r.helmArgs("upgrade", "--wait", "--timeout", "3m")...)
+		if ch := changed(before, workloads(t, c, r.namespace)); len(ch) > 0 {
+			t.Errorf("%s: an upgrade with unchanged values changes the pod templates of %v (their pods restart)", r.values, ch)
+		}
+	}
+}
+
+// testValueChangeAndRollback changes one service's setting: only that
+// service's pods roll. A rollback to the revision before restores its
+// template.
+func testValueChangeAndRollback(t *testing.T, c *controlplane.Cluster, rs []release) {
+	r := rs[slices.IndexFunc(rs, func(r release) bool { return r.name == "default" })]
+	before := workloads(t, c, r.namespace)
+	helm(t, c, r.helmArgs("upgrade", "--wait", "--timeout", "3m", "--set", "catalog.env.TRASH_RETENTION=1440h")...)
+	after := workloads(t, c, r.namespace)
+	if ch := changed(before, after); !slices.Equal(ch, []string{"Deployment/doclib-catalog"}) {
+		t.Errorf("catalog.env changed the pod templates of %v; want Deployment/doclib-catalog alone", ch)
+	}
+	rolled := rolledOut(t, c, r.namespace, "doclib-catalog")
+	if !rolled {
+		t.Error("the catalog's new pods did not become ready")
+	}
+	helm(t, c, "rollback", "doclib", "-n", r.namespace, "--wait", "--timeout", "3m")
+	if ch := changed(before, workloads(t, c, r.namespace)); len(ch) > 0 {
+		t.Errorf("after the rollback, the pod templates of %v differ from before the change", ch)
+	}
+	hist := helm(t, c, "history", "doclib", "-n", r.namespace)
+	if !strings.Contains(hist, "Rollback to") {
+		t.Errorf("helm history shows no rollback:\n%s", hist)
+	}
+}
+
+// rolledOut tells whether a Deployment's newest template has all its
+// replicas updated and available.
+func rolledOut(t *testing.T, c *controlplane.Cluster, ns, name string) bool {
+	t.Helper()
+	var d *appsv1.Deployment
+	for range 100 {
+		var err error
+		d, err = c.Client.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == *d.Spec.Replicas &&
+			d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
 }
 
 // kept are the objects `helm uninstall` leaves, as the chart's README says:
