@@ -412,3 +412,38 @@ what it exposes).
 {{- define "doclib.consoleTokenSignIn" -}}
 {{- ternary "true" "false" (eq .Values.console.tokenSignIn true) -}}
 {{- end }}
+
+{{/*
+What the Secrets made by the chart hold from values, for one service ("root",
+"name"), as JSON: the pod template's checksum/secrets, so that its pods roll
+when a value they read through a Secret changes, and only then. A key the
+chart generates (the identity and webhook keys, the console's session key) is
+not in it: made at install and kept at every upgrade, it never changes, and a
+second rendering of secret.yaml would make it anew (lookup finds nothing at
+install), so every pod would restart at the first upgrade. A Secret named by
+existingSecret is the platform's to roll out.
+*/}}
+{{- define "doclib.secretValues" -}}
+{{- $name := .name }}
+{{- $v := .root.Values }}
+{{- $in := dict }}
+{{- if and (ne $name "console") (not $v.identity.existingSecret) }}
+{{- $_ := set $in "identity" $v.identity.key }}
+{{- end }}
+{{- if and (has $name (list "taxonomy" "catalog" "media" "webhook")) (not $v.mongodb.existingSecret) }}
+{{- $_ := set $in "mongodb" $v.mongodb.uri }}
+{{- end }}
+{{- if and (eq $name "webhook") (not $v.webhookSecretKey.existingSecret) }}
+{{- $_ := set $in "webhookSecretKey" (pick $v.webhookSecretKey "key" "decryptionKeys") }}
+{{- end }}
+{{- if and (eq $name "media") (not $v.s3.existingSecret) }}
+{{- $_ := set $in "s3" (pick $v.s3 "accessKey" "secretKey") }}
+{{- end }}
+{{- if and (eq $name "gateway") (not $v.bo.existingSecret) }}
+{{- $_ := set $in "bo" $v.bo.tokens }}
+{{- end }}
+{{- if and (eq $name "console") (not $v.console.oidc.existingSecret) }}
+{{- $_ := set $in "consoleOIDC" $v.console.oidc.clientSecret }}
+{{- end }}
+{{- toJson $in }}
+{{- end }}
