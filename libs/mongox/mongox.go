@@ -1,6 +1,5 @@
-// Package mongox connects a service to MongoDB (or a wire-compatible server
-// such as FerretDB) with bounded timeouts and OpenTelemetry client spans, and
-// classifies driver errors.
+// Package mongox connects a service to MongoDB with bounded timeouts and
+// OpenTelemetry client spans, and classifies driver errors.
 package mongox
 
 import (
@@ -74,7 +73,7 @@ func IsUnavailable(err error) bool {
 	if !errors.As(err, &se) {
 		return false
 	}
-	if se.HasErrorLabel("RetryableWriteError") || ferretTimeout(err) {
+	if se.HasErrorLabel("RetryableWriteError") {
 		return true
 	}
 	for _, code := range stepdownCodes {
@@ -83,17 +82,6 @@ func IsUnavailable(err error) bool {
 		}
 	}
 	return false
-}
-
-// ferretTimeout reports the development database's form of a query that
-// ran out of time: FerretDB 1.x answers InternalError, not MaxTimeMSExpired
-// (50), when its PostgreSQL read times out under the command's maxTimeMS
-// ("[msg_find.go:344 handler.handleMaxTimeMSError] ... timeout: read tcp
-// ...: i/o timeout"). MongoDB never sends it.
-func ferretTimeout(err error) bool {
-	var ce mongo.CommandError
-	return errors.As(err, &ce) && ce.Name == "InternalError" &&
-		strings.Contains(ce.Message, "handleMaxTimeMSError") && strings.Contains(ce.Message, "timeout")
 }
 
 // stepdownCodes are the server errors of a replica set changing primaries

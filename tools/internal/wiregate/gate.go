@@ -288,9 +288,7 @@ func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writ
 		if err != nil {
 			return err
 		}
-		if write {
-			resp = duplicateKeyAsMongoDB(resp)
-		}
+		resp = asMongoDBError(resp)
 		if _, err := client.Write(resp); err != nil {
 			return err
 		}
