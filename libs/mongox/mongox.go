@@ -149,56 +149,16 @@ func Index(name string, unique bool, keys ...string) mongo.IndexModel {
 	return mongo.IndexModel{Keys: d, Options: options.Index().SetName(name).SetUnique(unique)}
 }
 
-// EnsureIndexes creates the indexes of coll that do not exist yet, by name.
-// It is idempotent and safe when several replicas start together. It lists
-// before creating because FerretDB v1 panics on a createIndexes naming
-// indexes that already exist.
+// EnsureIndexes creates the indexes of coll that do not exist yet. It is
+// idempotent and safe when several replicas start together: MongoDB skips
+// an index identical to an existing one, and refuses one whose name or key
+// an existing index has with other keys or options.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
-	have, err := indexNames(ctx, coll)
-	if err != nil {
-		return fmt.Errorf("list indexes of %s: %w", coll.Name(), err)
+	if len(models) == 0 {
+		return nil
 	}
-	for _, m := range models {
-		name := indexName(m)
-		if have[name] {
-			continue
-		}
-		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
-			// Another replica may have created it meanwhile.
-			if now, lerr := indexNames(ctx, coll); lerr == nil && now[name] {
-				continue
-			}
-			return fmt.Errorf("create index %s on %s: %w", name, coll.Name(), err)
-		}
+	if _, err := coll.Indexes().CreateMany(ctx, models); err != nil {
+		return fmt.Errorf("create indexes on %s: %w", coll.Name(), err)
 	}
 	return nil
-}
-
-func indexNames(ctx context.Context, coll *mongo.Collection) (map[string]bool, error) {
-	cur, err := coll.Indexes().List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var specs []struct {
-		Name string `bson:"name"`
-	}
-	if err := cur.All(ctx, &specs); err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(specs))
-	for _, s := range specs {
-		out[s.Name] = true
-	}
-	return out, nil
-}
-
-func indexName(m mongo.IndexModel) string {
-	var o options.IndexOptions
-	for _, set := range m.Options.List() {
-		_ = set(&o)
-	}
-	if o.Name != nil {
-		return *o.Name
-	}
-	return ""
 }
