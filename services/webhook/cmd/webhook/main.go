@@ -24,7 +24,6 @@ import (
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
-	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/startup"
 	"github.com/doclib/libs/startup/database"
@@ -130,7 +129,7 @@ func loadSecretKeys(env *config.Env) *keyring.Keyring {
 
 // run wires the service top to bottom: logger, telemetry, MongoDB and its
 // indexes, NATS (in the background), the dispatcher, the consumer (once
-// NATS is up), the log sweeper and the HTTP server. At shutdown the server
+// NATS is up) and the HTTP server. At shutdown the server
 // finishes its requests, the consumer drains, the workers finish their
 // attempts, NATS drains, MongoDB disconnects, telemetry flushes.
 func run(ctx context.Context) error {
@@ -191,12 +190,6 @@ func run(ctx context.Context) error {
 	stopConsumer := bus.WhenReady("consumer", func(ctx context.Context) (func(context.Context) error, error) {
 		return startConsumer(ctx, bus.JS, queue, log)
 	})
-
-	stopSweeping := periodic.Start(ctx, log, "sweeping the delivery log", time.Minute, func(ctx context.Context) error {
-		_, err := dStore.Sweep(ctx, time.Now().Add(-cfg.retention))
-		return err
-	})
-	defer stopSweeping()
 
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
 		Report(map[string]httpx.Check{"nats": bus.Ready})

@@ -32,21 +32,14 @@ func New(db *mongo.Database, retention time.Duration) *Store {
 	return &Store{deliveries: db.Collection("webhook_deliveries"), leases: db.Collection("webhook_leases"), retention: retention}
 }
 
-// EnsureIndexes creates the queue's and the log's indexes, and a TTL index
-// on expireAt where the server has them (MongoDB; FerretDB has none, and
-// Sweep removes what expired either way).
+// EnsureIndexes creates the queue's and the log's indexes, and the TTL
+// index that removes a finished delivery once its retention is over.
 func (st *Store) EnsureIndexes(ctx context.Context) error {
-	err := mongox.EnsureIndexes(ctx, st.deliveries,
+	return mongox.EnsureIndexes(ctx, st.deliveries,
 		mongox.Index("queue", false, "sub", "status", "seq", "createdAt"),
 		mongox.Index("log", false, "sub", "createdAt"),
-		mongox.Index("done", false, "doneAt"))
-	if err != nil {
-		return err
-	}
-	ttl := mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
-		Options: options.Index().SetName("expire").SetExpireAfterSeconds(0)}
-	_ = mongox.EnsureIndexes(ctx, st.deliveries, ttl) // best effort: Sweep does the same
-	return nil
+		mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
+			Options: options.Index().SetName("expire").SetExpireAfterSeconds(0)})
 }
 
 type attemptDoc struct {
@@ -235,15 +228,6 @@ func (st *Store) Backlog(ctx context.Context, sub string) (int64, error) {
 func (st *Store) Drop(ctx context.Context, sub string) error {
 	_, err := st.deliveries.DeleteMany(ctx, bson.M{"sub": sub})
 	return err
-}
-
-// Sweep removes deliveries finished before cutoff.
-func (st *Store) Sweep(ctx context.Context, cutoff time.Time) (int64, error) {
-	res, err := st.deliveries.DeleteMany(ctx, bson.M{"doneAt": bson.M{"$lt": cutoff}, "status": bson.M{"$ne": string(delivery.Pending)}})
-	if err != nil {
-		return 0, fmt.Errorf("sweep deliveries: %w", err)
-	}
-	return res.DeletedCount, nil
 }
 
 // Acquire takes the lease when it is free, expired or already owner's. The
