@@ -217,8 +217,7 @@ func startConsumer(ctx context.Context, js jetstream.JetStream, q *delivery.Queu
 		}
 		return err
 	}
-	// Batches: a burst of events costs one insert, not one per event (the
-	// development database runs each insert alone).
+	// Batches: a burst of events costs one insert, not one per event.
 	c, err := events.StartConsumer(ctx, js, events.ConsumerConfig{Name: consumerName, Subjects: eventtype.Subjects(),
 		Batch: func(ctx context.Context, es []events.Envelope) error { return transient(q.HandleBatch(ctx, es)) }},
 		func(ctx context.Context, e events.Envelope) error { return transient(q.Handle(ctx, e)) }, log)

@@ -139,9 +139,7 @@ func onlyDuplicates(err error) bool {
 }
 
 // Due returns up to limit of sub's pending deliveries, lowest sequence
-// first. One read serves a whole batch: the development database sorts in
-// Go after reading every pending delivery of sub, so a read per delivery
-// cost a read of the whole backlog.
+// first. One read serves a whole batch.
 func (st *Store) Due(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error) {
 	return st.find(ctx, "due deliveries", bson.M{"sub": sub, "status": string(delivery.Pending)},
 		bson.D{{Key: "seq", Value: 1}, {Key: "createdAt", Value: 1}}, limit)
@@ -182,18 +180,10 @@ func (st *Store) SaveAll(ctx context.Context, ds []delivery.Delivery) error {
 	return nil
 }
 
-// Save stores d, inserting it if needed (a test ping). A queued delivery
-// is there already: a plain replace by _id, which the development
-// database's write gate locks for that document only (an upsert runs
-// alone there, every other write of every service waiting: the
-// benchmark's 9,000 attempts could not finish in minutes).
+// Save stores d, inserting it if needed (a test ping).
 func (st *Store) Save(ctx context.Context, d delivery.Delivery) error {
 	dd := st.toDoc(d)
-	res, err := st.deliveries.ReplaceOne(ctx, bson.M{"_id": dd.ID}, dd)
-	if err == nil && res.MatchedCount == 0 {
-		_, err = st.deliveries.ReplaceOne(ctx, bson.M{"_id": dd.ID}, dd, options.Replace().SetUpsert(true))
-	}
-	if err != nil {
+	if _, err := st.deliveries.ReplaceOne(ctx, bson.M{"_id": dd.ID}, dd, options.Replace().SetUpsert(true)); err != nil {
 		return fmt.Errorf("save delivery: %w", err)
 	}
 	return nil
