@@ -1,6 +1,5 @@
-// Package mongox connects a service to MongoDB (or a wire-compatible server
-// such as FerretDB) with bounded timeouts and OpenTelemetry client spans, and
-// classifies driver errors.
+// Package mongox connects a service to MongoDB with bounded timeouts and
+// OpenTelemetry client spans, and classifies driver errors.
 package mongox
 
 import (
@@ -74,7 +73,7 @@ func IsUnavailable(err error) bool {
 	if !errors.As(err, &se) {
 		return false
 	}
-	if se.HasErrorLabel("RetryableWriteError") || ferretTimeout(err) {
+	if se.HasErrorLabel("RetryableWriteError") {
 		return true
 	}
 	for _, code := range stepdownCodes {
@@ -83,17 +82,6 @@ func IsUnavailable(err error) bool {
 		}
 	}
 	return false
-}
-
-// ferretTimeout reports the development database's form of a query that
-// ran out of time: FerretDB 1.x answers InternalError, not MaxTimeMSExpired
-// (50), when its PostgreSQL read times out under the command's maxTimeMS
-// ("[msg_find.go:344 handler.handleMaxTimeMSError] ... timeout: read tcp
-// ...: i/o timeout"). MongoDB never sends it.
-func ferretTimeout(err error) bool {
-	var ce mongo.CommandError
-	return errors.As(err, &ce) && ce.Name == "InternalError" &&
-		strings.Contains(ce.Message, "handleMaxTimeMSError") && strings.Contains(ce.Message, "timeout")
 }
 
 // stepdownCodes are the server errors of a replica set changing primaries
@@ -161,56 +149,16 @@ func Index(name string, unique bool, keys ...string) mongo.IndexModel {
 	return mongo.IndexModel{Keys: d, Options: options.Index().SetName(name).SetUnique(unique)}
 }
 
-// EnsureIndexes creates the indexes of coll that do not exist yet, by name.
-// It is idempotent and safe when several replicas start together. It lists
-// before creating because FerretDB v1 panics on a createIndexes naming
-// indexes that already exist.
+// EnsureIndexes creates the indexes of coll that do not exist yet. It is
+// idempotent and safe when several replicas start together: MongoDB skips
+// an index identical to an existing one, and refuses one whose name or key
+// an existing index has with other keys or options.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
-	have, err := indexNames(ctx, coll)
-	if err != nil {
-		return fmt.Errorf("list indexes of %s: %w", coll.Name(), err)
+	if len(models) == 0 {
+		return nil
 	}
-	for _, m := range models {
-		name := indexName(m)
-		if have[name] {
-			continue
-		}
-		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
-			// Another replica may have created it meanwhile.
-			if now, lerr := indexNames(ctx, coll); lerr == nil && now[name] {
-				continue
-			}
-			return fmt.Errorf("create index %s on %s: %w", name, coll.Name(), err)
-		}
+	if _, err := coll.Indexes().CreateMany(ctx, models); err != nil {
+		return fmt.Errorf("create indexes on %s: %w", coll.Name(), err)
 	}
 	return nil
-}
-
-func indexNames(ctx context.Context, coll *mongo.Collection) (map[string]bool, error) {
-	cur, err := coll.Indexes().List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var specs []struct {
-		Name string `bson:"name"`
-	}
-	if err := cur.All(ctx, &specs); err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(specs))
-	for _, s := range specs {
-		out[s.Name] = true
-	}
-	return out, nil
-}
-
-func indexName(m mongo.IndexModel) string {
-	var o options.IndexOptions
-	for _, set := range m.Options.List() {
-		_ = set(&o)
-	}
-	if o.Name != nil {
-		return *o.Name
-	}
-	return ""
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/doclib/libs/mongox"
 	"github.com/doclib/libs/testkit"
@@ -42,15 +43,14 @@ func TestIsUnavailable(t *testing.T) {
 	if !mongox.IsUnavailable(fmt.Errorf("remove tags: %w", stepdown)) {
 		t.Error("NotWritablePrimary: IsUnavailable = false, want true (a replica set changing primaries)")
 	}
-	// FerretDB 1.x's form of a query out of time (issue 21 item 6: it failed
-	// TestSyncSkipsNothing under load as a 500-class error).
-	ferret := mongo.CommandError{Code: 1, Name: "InternalError", Message: "[msg_find.go:344 handler.handleMaxTimeMSError] " +
-		"[collection.go:109 postgresql.(*collection).Query] timeout: read tcp 127.0.0.1:50792->127.0.0.1:41413: i/o timeout"}
-	if !mongox.IsUnavailable(fmt.Errorf("sync: %w", ferret)) {
-		t.Error("FerretDB's maxTimeMS InternalError: IsUnavailable = false, want true")
+	// A query out of its maxTimeMS (the development database's gate answers
+	// FerretDB's InternalError for it as MongoDB does).
+	expired := mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired", Message: "operation exceeded time limit"}
+	if !mongox.IsUnavailable(fmt.Errorf("sync: %w", expired)) {
+		t.Error("MaxTimeMSExpired: IsUnavailable = false, want true")
 	}
 	if mongox.IsUnavailable(mongo.CommandError{Code: 1, Name: "InternalError", Message: "some bug"}) {
-		t.Error("another InternalError: IsUnavailable = true, want false")
+		t.Error("InternalError: IsUnavailable = true, want false")
 	}
 	if mongox.IsUnavailable(mongo.CommandError{Code: 2, Name: "BadValue"}) {
 		t.Error("BadValue: IsUnavailable = true, want false")
@@ -63,5 +63,35 @@ func TestIsUnavailable(t *testing.T) {
 	if err == nil || mongox.IsUnavailable(err) || !mongo.IsDuplicateKeyError(err) {
 		t.Errorf("duplicate key %v: IsUnavailable = %v, IsDuplicateKeyError = %v; want false, true", err,
 			mongox.IsUnavailable(err), mongo.IsDuplicateKeyError(err))
+	}
+}
+
+// EnsureIndexes is one createIndexes: run again, or by several replicas
+// starting together, it leaves the same indexes, a TTL index included;
+// an index whose name exists with another key is refused.
+func TestEnsureIndexes(t *testing.T) {
+	ctx := context.Background()
+	coll := testkit.Mongo(t).Collection("ensured")
+	models := func() []mongo.IndexModel { // the driver writes into a model's options
+		return []mongo.IndexModel{mongox.Index("a", true, "a"), mongox.Index("b_c", false, "b", "c"),
+			{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetName("at_ttl").SetExpireAfterSeconds(60)}}
+	}
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- mongox.EnsureIndexes(ctx, coll, models()...) }()
+	}
+	for range 3 {
+		testkit.Must(t, <-errs, "ensure indexes from three replicas at once")
+	}
+	testkit.Must(t, mongox.EnsureIndexes(ctx, coll, models()...), "ensure indexes again")
+	var specs []bson.M
+	cur, err := coll.Indexes().List(ctx)
+	testkit.Must(t, err, "list indexes")
+	testkit.Must(t, cur.All(ctx, &specs), "list indexes")
+	if len(specs) != 4 {
+		t.Errorf("indexes %v, want _id_, a, b_c and at_ttl", specs)
+	}
+	if err := mongox.EnsureIndexes(ctx, coll, mongox.Index("a", true, "z")); err == nil {
+		t.Error("an index named as an existing one with another key: no error")
 	}
 }

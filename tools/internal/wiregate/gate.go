@@ -254,6 +254,18 @@ func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writ
 			}
 		}
 	}
+	if write && name == "update" && lock && !moreToCome && !g.Off {
+		// An upsert of a document that exists, under its lock only (upsert.go).
+		resp, done, err := g.upsertByIDAsUpdate(req, up, ur)
+		if err != nil {
+			return err
+		}
+		if done {
+			g.writes.Add(1)
+			_, err = client.Write(resp)
+			return err
+		}
+	}
 	if write && !g.Off {
 		defer g.hold(name, req, lock)()
 		g.writes.Add(1)
@@ -288,9 +300,7 @@ func (g *Gate) forward(req []byte, up net.Conn, ur *bufio.Reader, client io.Writ
 		if err != nil {
 			return err
 		}
-		if write {
-			resp = duplicateKeyAsMongoDB(resp)
-		}
+		resp = asMongoDBError(resp)
 		if _, err := client.Write(resp); err != nil {
 			return err
 		}

@@ -256,31 +256,6 @@ func replyTo(t *testing.T, req []byte, doc bson.D) []byte {
 	return wireMsg(1, int32(binary.LittleEndian.Uint32(req[4:8])), opMsg, body)
 }
 
-func TestDuplicateKeyAsMongoDB(t *testing.T) {
-	internal := opMsgOf(t, 0, bson.D{
-		{Key: "ok", Value: 0.0},
-		{Key: "errmsg", Value: `[collection.go:218] ERROR: duplicate key value violates unique constraint "c_idx" (SQLSTATE 23505)`},
-		{Key: "code", Value: int32(1)},
-		{Key: "codeName", Value: "InternalError"},
-	}, false)
-	out := duplicateKeyAsMongoDB(internal)
-	var body bson.D
-	if err := bson.Unmarshal(out[headerLen+5:], &body); err != nil {
-		t.Fatal(err)
-	}
-	m := body.Map()
-	if m["code"] != int32(11000) || m["codeName"] != "DuplicateKey" || !strings.HasPrefix(m["errmsg"].(string), "E11000 ") {
-		t.Errorf("got %v, want a DuplicateKey error", body)
-	}
-	if n := binary.LittleEndian.Uint32(out[0:4]); int(n) != len(out) {
-		t.Errorf("message length %d, want %d", n, len(out))
-	}
-	other := opMsgOf(t, 0, bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "boom"}, {Key: "code", Value: int32(1)}}, false)
-	if string(duplicateKeyAsMongoDB(other)) != string(other) {
-		t.Error("an InternalError not caused by a unique index was changed")
-	}
-}
-
 // updateOf builds an update command of n statements {q: {_id: i}}, in a
 // document sequence (as drivers send them) or in the body.
 func updateOf(t *testing.T, n int, ordered, inBody bool) []byte {

@@ -14,7 +14,7 @@ import (
 // TTL indexes. FerretDB v1 refuses the index option expireAfterSeconds
 // (NotImplemented), so the gate keeps MongoDB's contract itself:
 //
-//   - createIndexes: an index with expireAfterSeconds goes to FerretDB
+//   - createIndexes (indexes.go): an index with expireAfterSeconds goes to FerretDB
 //     without it (FerretDB builds a plain index), and the gate remembers
 //     the TTL in a collection of its own, ttlDatabase.ttlCollection, so it
 //     outlives a restart of the gate.
@@ -77,57 +77,12 @@ func (g *Gate) ttl(cc *clientConn, c command, req []byte, u upstream) error {
 	return cc.reply(rec.Bytes())
 }
 
-// createIndexes forwards c without expireAfterSeconds, and remembers the
-// TTL indexes once FerretDB made them.
-func (g *Gate) createIndexes(cc *clientConn, c command, req []byte, u upstream) error {
-	specs, ttls, err := ttlSpecs(c)
-	if err != nil {
-		return cc.reply(errorReply(c.requestID, codeCannotCreateIndex, err.Error()))
-	}
-	if len(ttls) == 0 {
-		return g.exchange(withoutFields(req, sessionFields), u.conn, u.r, cc.w)
-	}
-	body := bson.D{}
-	for _, e := range mustElements(c.body) {
-		switch {
-		case sessionFields[e.Key()]:
-		case e.Key() == "indexes":
-			body = append(body, bson.E{Key: "indexes", Value: specs})
-		default:
-			body = append(body, bson.E{Key: e.Key(), Value: e.Value()})
-		}
-	}
-	msg, err := commandMsg(c.requestID, body)
-	if err != nil {
-		return err
-	}
-	var rec bytes.Buffer
-	if err := g.exchange(msg, u.conn, u.r, &rec); err != nil {
-		return err
-	}
-	if answeredOK(rec.Bytes()) {
-		if err := g.rememberTTL(u, ttls); err != nil {
-			return cc.reply(errorReply(c.requestID, codeInternalError, "gate: remembering the TTL index: "+err.Error()))
-		}
-	}
-	return cc.reply(rec.Bytes())
-}
-
-// ttlSpecs returns c's index specifications without expireAfterSeconds,
-// and the TTL indexes among them.
-func ttlSpecs(c command) (bson.A, []ttlIndex, error) {
-	arr, ok := c.body.Lookup("indexes").ArrayOK()
-	if !ok {
-		return nil, nil, nil // FerretDB answers for it
-	}
-	vals, _ := arr.Values()
+// ttlSpecs returns the index specifications requested of c's collection
+// without expireAfterSeconds, and the TTL indexes among them.
+func ttlSpecs(c command, requested []bson.Raw) (bson.A, []ttlIndex, error) {
 	specs := bson.A{}
 	var ttls []ttlIndex
-	for _, v := range vals {
-		spec, ok := v.DocumentOK()
-		if !ok {
-			return nil, nil, nil
-		}
+	for _, spec := range requested {
 		exp, err := spec.LookupErr("expireAfterSeconds")
 		if err != nil {
 			specs = append(specs, spec)
@@ -173,9 +128,9 @@ func ttlOf(c command, spec bson.Raw, exp bson.RawValue) (ttlIndex, error) {
 		Field: field, Seconds: int32(secs)}, nil
 }
 
-// rememberTTL keeps ttls in the gate's collection, alone (as DDL).
+// rememberTTL keeps ttls in the gate's collection; the caller holds the
+// write side alone (as DDL).
 func (g *Gate) rememberTTL(u upstream, ttls []ttlIndex) error {
-	defer g.holdAll()()
 	for _, t := range ttls {
 		_, err := u.run(bson.D{{Key: "update", Value: ttlCollection},
 			{Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: t.ID}}},

@@ -177,7 +177,7 @@ func (u *update) run(up net.Conn, ur *bufio.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp = duplicateKeyAsMongoDB(resp)
+		resp = asMongoDBError(resp)
 		body, ok := msgBody(resp)
 		if !ok {
 			return nil, errors.New("an update answer that is not a one-section OP_MSG")

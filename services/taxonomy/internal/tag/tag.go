@@ -163,8 +163,9 @@ var fold = cases.Fold()
 // ("Santé", "SANTÉ" and "Sante\u0301" collide), with every run of white
 // space made one space and the invisible characters a name may hold
 // (joiners, variation selectors) left out. It approximates Unicode's
-// NFKC_Casefold with golang.org/x/text. Stores keep it beside the name
-// because FerretDB has no collations.
+// NFKC_Casefold with golang.org/x/text. Stores keep it beside the name,
+// under a unique index, so that the rule is this function's, not a
+// collation's.
 func NameKey(name string) string {
 	k := norm.NFKC.String(fold.String(norm.NFKC.String(name)))
 	k = strings.Map(func(r rune) rune {

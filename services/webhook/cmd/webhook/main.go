@@ -24,7 +24,6 @@ import (
 	"github.com/doclib/libs/identity/proof"
 	"github.com/doclib/libs/metrics"
 	"github.com/doclib/libs/mongox"
-	"github.com/doclib/libs/periodic"
 	"github.com/doclib/libs/shutdown"
 	"github.com/doclib/libs/startup"
 	"github.com/doclib/libs/startup/database"
@@ -130,7 +129,7 @@ func loadSecretKeys(env *config.Env) *keyring.Keyring {
 
 // run wires the service top to bottom: logger, telemetry, MongoDB and its
 // indexes, NATS (in the background), the dispatcher, the consumer (once
-// NATS is up), the log sweeper and the HTTP server. At shutdown the server
+// NATS is up) and the HTTP server. At shutdown the server
 // finishes its requests, the consumer drains, the workers finish their
 // attempts, NATS drains, MongoDB disconnects, telemetry flushes.
 func run(ctx context.Context) error {
@@ -192,12 +191,6 @@ func run(ctx context.Context) error {
 		return startConsumer(ctx, bus.JS, queue, log)
 	})
 
-	stopSweeping := periodic.Start(ctx, log, "sweeping the delivery log", time.Minute, func(ctx context.Context) error {
-		_, err := dStore.Sweep(ctx, time.Now().Add(-cfg.retention))
-		return err
-	})
-	defer stopSweeping()
-
 	health := httpx.NewHealth(map[string]httpx.Check{"mongodb": mongox.Ping(db)}).
 		Report(map[string]httpx.Check{"nats": bus.Ready})
 	engine := httpx.NewEngine(service, log)
@@ -224,8 +217,7 @@ func startConsumer(ctx context.Context, js jetstream.JetStream, q *delivery.Queu
 		}
 		return err
 	}
-	// Batches: a burst of events costs one insert, not one per event (the
-	// development database runs each insert alone).
+	// Batches: a burst of events costs one insert, not one per event.
 	c, err := events.StartConsumer(ctx, js, events.ConsumerConfig{Name: consumerName, Subjects: eventtype.Subjects(),
 		Batch: func(ctx context.Context, es []events.Envelope) error { return transient(q.HandleBatch(ctx, es)) }},
 		func(ctx context.Context, e events.Envelope) error { return transient(q.Handle(ctx, e)) }, log)

@@ -88,8 +88,6 @@ type Store interface {
 	Backlog(ctx context.Context, sub string) (int64, error)
 	// Drop removes every delivery of sub.
 	Drop(ctx context.Context, sub string) error
-	// Sweep removes deliveries done before cutoff.
-	Sweep(ctx context.Context, cutoff time.Time) (int64, error)
 	// Acquire takes or renews the lease on sub's queue for owner until
 	// until, and reports whether owner holds it.
 	Acquire(ctx context.Context, sub, owner string, until time.Time) (bool, error)

@@ -32,21 +32,14 @@ func New(db *mongo.Database, retention time.Duration) *Store {
 	return &Store{deliveries: db.Collection("webhook_deliveries"), leases: db.Collection("webhook_leases"), retention: retention}
 }
 
-// EnsureIndexes creates the queue's and the log's indexes, and a TTL index
-// on expireAt where the server has them (MongoDB; FerretDB has none, and
-// Sweep removes what expired either way).
+// EnsureIndexes creates the queue's and the log's indexes, and the TTL
+// index that removes a finished delivery once its retention is over.
 func (st *Store) EnsureIndexes(ctx context.Context) error {
-	err := mongox.EnsureIndexes(ctx, st.deliveries,
+	return mongox.EnsureIndexes(ctx, st.deliveries,
 		mongox.Index("queue", false, "sub", "status", "seq", "createdAt"),
 		mongox.Index("log", false, "sub", "createdAt"),
-		mongox.Index("done", false, "doneAt"))
-	if err != nil {
-		return err
-	}
-	ttl := mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
-		Options: options.Index().SetName("expire").SetExpireAfterSeconds(0)}
-	_ = mongox.EnsureIndexes(ctx, st.deliveries, ttl) // best effort: Sweep does the same
-	return nil
+		mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
+			Options: options.Index().SetName("expire").SetExpireAfterSeconds(0)})
 }
 
 type attemptDoc struct {
@@ -146,9 +139,7 @@ func onlyDuplicates(err error) bool {
 }
 
 // Due returns up to limit of sub's pending deliveries, lowest sequence
-// first. One read serves a whole batch: the development database sorts in
-// Go after reading every pending delivery of sub, so a read per delivery
-// cost a read of the whole backlog.
+// first. One read serves a whole batch.
 func (st *Store) Due(ctx context.Context, sub string, limit int) ([]delivery.Delivery, error) {
 	return st.find(ctx, "due deliveries", bson.M{"sub": sub, "status": string(delivery.Pending)},
 		bson.D{{Key: "seq", Value: 1}, {Key: "createdAt", Value: 1}}, limit)
@@ -189,18 +180,10 @@ func (st *Store) SaveAll(ctx context.Context, ds []delivery.Delivery) error {
 	return nil
 }
 
-// Save stores d, inserting it if needed (a test ping). A queued delivery
-// is there already: a plain replace by _id, which the development
-// database's write gate locks for that document only (an upsert runs
-// alone there, every other write of every service waiting: the
-// benchmark's 9,000 attempts could not finish in minutes).
+// Save stores d, inserting it if needed (a test ping).
 func (st *Store) Save(ctx context.Context, d delivery.Delivery) error {
 	dd := st.toDoc(d)
-	res, err := st.deliveries.ReplaceOne(ctx, bson.M{"_id": dd.ID}, dd)
-	if err == nil && res.MatchedCount == 0 {
-		_, err = st.deliveries.ReplaceOne(ctx, bson.M{"_id": dd.ID}, dd, options.Replace().SetUpsert(true))
-	}
-	if err != nil {
+	if _, err := st.deliveries.ReplaceOne(ctx, bson.M{"_id": dd.ID}, dd, options.Replace().SetUpsert(true)); err != nil {
 		return fmt.Errorf("save delivery: %w", err)
 	}
 	return nil
@@ -235,15 +218,6 @@ func (st *Store) Backlog(ctx context.Context, sub string) (int64, error) {
 func (st *Store) Drop(ctx context.Context, sub string) error {
 	_, err := st.deliveries.DeleteMany(ctx, bson.M{"sub": sub})
 	return err
-}
-
-// Sweep removes deliveries finished before cutoff.
-func (st *Store) Sweep(ctx context.Context, cutoff time.Time) (int64, error) {
-	res, err := st.deliveries.DeleteMany(ctx, bson.M{"doneAt": bson.M{"$lt": cutoff}, "status": bson.M{"$ne": string(delivery.Pending)}})
-	if err != nil {
-		return 0, fmt.Errorf("sweep deliveries: %w", err)
-	}
-	return res.DeletedCount, nil
 }
 
 // Acquire takes the lease when it is free, expired or already owner's. The

@@ -2,6 +2,7 @@ package mongostore_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -10,7 +11,42 @@ import (
 	"github.com/doclib/services/webhook/internal/delivery/mongostore"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+func TestMain(m *testing.M) {
+	// The development database's TTL monitor runs every 60 s, as MongoDB's;
+	// sooner here so that expiry is quick to test.
+	if os.Getenv("DEV_DATABASE_TTL_INTERVAL") == "" {
+		_ = os.Setenv("DEV_DATABASE_TTL_INTERVAL", "1s")
+	}
+	testkit.Main(m)
+}
+
+// A finished delivery leaves the log once its retention is over (the TTL
+// index); a pending one stays.
+func TestFinishedDeliveriesExpire(t *testing.T) {
+	if os.Getenv("TEST_MONGODB_URI") != "" {
+		t.Skip("MongoDB's TTL monitor runs every 60 s")
+	}
+	ctx := context.Background()
+	st := mongostore.New(testkit.Mongo(t), time.Millisecond)
+	testkit.Must(t, st.EnsureIndexes(ctx), "indexes")
+	now := time.Now().UTC()
+	d := func(event string, status delivery.Status, done time.Time) delivery.Delivery {
+		return delivery.Delivery{SubscriptionID: "wh_1", EventID: event, Type: "tag.deleted", Sequence: 1,
+			Body: []byte(`{}`), Status: status, NextAttemptAt: now, EventTime: now, CreatedAt: now, DoneAt: done}
+	}
+	testkit.Must(t, st.Enqueue(ctx, []delivery.Delivery{d("done", delivery.Succeeded, now.Add(-time.Hour)),
+		d("pending", delivery.Pending, time.Time{})}), "enqueue")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		log, err := st.Log(ctx, "wh_1", 10)
+		testkit.Must(t, err, "log")
+		if len(log) == 1 && log[0].EventID == "pending" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log %+v after 30 s, want only the pending delivery", log)
+		}
+	}
+}
 
 // The queue on the real database: a redelivered event queues nothing
 // twice, Due follows the stream order, SaveAll stores a batch, a retry makes a finished delivery
