@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 )
 
 // txOptions: a transaction reads one snapshot and commits once a majority
@@ -51,14 +52,37 @@ func InTx(ctx context.Context, client *mongo.Client, fn func(ctx context.Context
 	var hooks *commitHooks
 	_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
 		hooks = &commitHooks{}
-		return nil, fn(context.WithValue(ctx, hooksKey{}, hooks))
+		err := fn(context.WithValue(ctx, hooksKey{}, hooks))
+		if unreachable(err) {
+			// WithTransaction would run fn again until ctx ends; the
+			// caller's own retry (a 503, an event redelivered) waits instead.
+			return nil, unretried{err}
+		}
+		return nil, err
 	}, txOptions())
+	if u, ok := err.(unretried); ok {
+		return u.err
+	}
 	if err != nil {
 		return err
 	}
 	hooks.run()
 	return nil
 }
+
+// unreachable reports an error of a database that cannot be reached (no
+// server selected, the connection failed), as opposed to a conflict
+// between transactions, which is worth running again at once.
+func unreachable(err error) bool {
+	var sel topology.ServerSelectionError
+	return err != nil && (errors.As(err, &sel) || mongo.IsNetworkError(err))
+}
+
+// unretried hides an error's labels from WithTransaction (no Unwrap), so
+// that it does not run the transaction again.
+type unretried struct{ err error }
+
+func (u unretried) Error() string { return u.err.Error() }
 
 // OnCommit runs f once the transaction ctx belongs to has committed; at
 // once when ctx belongs to none. An outbox wakes its relay this way.
@@ -142,7 +166,7 @@ func (h *Held) join(ctx context.Context, fn func(ctx context.Context) error) err
 			return nil
 		}
 		h.abort(ctx)
-		if !first || !transient(err) || ctx.Err() != nil {
+		if !first || !transient(err) || unreachable(err) || ctx.Err() != nil {
 			return err
 		}
 	}
